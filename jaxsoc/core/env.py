@@ -1,0 +1,131 @@
+"""The single-agent environment contract (gymnax 1.0 signatures) with same-step auto-reset.
+
+Subclasses implement ``default_params``, ``reset_env``, ``step_env``, ``action_space`` and
+``observation_space`` as pure, jittable functions. The public ``reset``/``step`` validate their
+arguments on the host, outside ``jit``, and call cached jitted versions, so the core stays branch-free.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsoc.core import spaces
+
+Obs = Any
+Info = dict[str, Any]
+
+
+def _is_traced(x: Any) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+def _select_tree(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
+
+
+class Environment(abc.ABC):
+    """Base class. ``step`` auto-resets: when ``terminated | truncated`` the returned observation and
+    state are those of a fresh episode, ``info["final_observation"]`` holds the last observation of the
+    finished one, and ``info["final_state"]`` its last state."""
+
+    #: set True in subclasses whose ``step_env`` draws random numbers (gets its own key then).
+    stochastic_step: bool = False
+
+    def __init__(self) -> None:
+        self._reset_jit = jax.jit(self.reset_env)
+        self._step_jit = jax.jit(self._auto_reset_step)
+
+    # -- to implement --------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @abc.abstractmethod
+    def default_params(self) -> Any:
+        """Returns the task's default params pytree."""
+
+    @abc.abstractmethod
+    def reset_env(self, key: jax.Array, params: Any) -> tuple[Obs, Any]:
+        """Returns ``(obs, state)`` of a new episode."""
+
+    @abc.abstractmethod
+    def step_env(self, key: jax.Array, state: Any, action: jax.Array, params: Any):
+        """Returns ``(obs, state, reward, terminated, truncated, info)`` without auto-reset."""
+
+    @abc.abstractmethod
+    def action_space(self, params: Any = None) -> spaces.Discrete:
+        """Returns the action space."""
+
+    @abc.abstractmethod
+    def observation_space(self, params: Any = None) -> spaces.Dict:
+        """Returns the observation space."""
+
+    @abc.abstractmethod
+    def render(self, state: Any, params: Any = None) -> jax.Array:
+        """Returns an RGB image ``uint8[h, w, 3]`` of the state."""
+
+    # -- the contract --------------------------------------------------------------------------
+    def reset(self, key: jax.Array, params: Any = None) -> tuple[Obs, Any]:
+        """Returns ``(obs, state)`` of a new episode. Jittable and vmappable over ``key``."""
+        params = self.default_params() if params is None else params
+        self._check_key(key)
+        return self._reset_jit(key, params)
+
+    def step(self, key: jax.Array, state: Any, action: Any, params: Any = None):
+        """Returns ``(obs, state, reward, terminated, truncated, info)``; see the class docstring.
+
+        ``action`` must be an integer scalar (vmap for batches). Outside ``jit`` a value outside the
+        action space raises ``ValueError``; inside ``jit`` it cannot be checked and acts as a no-op.
+        """
+        params = self.default_params() if params is None else params
+        self._check_key(key)
+        self.check_action(action, params)
+        return self._step_jit(key, state, action, params)
+
+    def check_action(self, action: Any, params: Any = None) -> None:
+        """Raises ``TypeError``/``ValueError`` for an action that is not in the action space; values
+        are only checked when concrete (outside ``jit``)."""
+        space = self.action_space(params)
+        shape = tuple(np.shape(action))
+        if shape != space.shape:
+            raise ValueError(
+                f"{self.name}: action must have shape {space.shape} (one action per world; use jax.vmap "
+                f"for a batch of worlds), got shape {shape}"
+            )
+        dtype = getattr(action, "dtype", None)
+        if dtype is None:
+            if not isinstance(action, (int, np.integer)) or isinstance(action, bool):
+                raise TypeError(f"{self.name}: action must be an integer, got {type(action).__name__}")
+        elif not jnp.issubdtype(dtype, jnp.integer):
+            raise TypeError(f"{self.name}: action must have an integer dtype, got {dtype}")
+        if not _is_traced(action) and not space.contains(action):
+            raise ValueError(f"{self.name}: action {int(np.asarray(action))} is outside Discrete({space.n})")
+
+    def _check_key(self, key: jax.Array) -> None:
+        if _is_traced(key):
+            return
+        key = jnp.asarray(key)
+        typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+        if not (typed and key.shape == ()) and not (key.dtype == jnp.uint32 and key.shape == (2,)):
+            raise ValueError(
+                f"{self.name}: expected one PRNG key (jax.random.key(seed) or PRNGKey(seed)), got "
+                f"dtype {key.dtype} shape {key.shape}; use jax.vmap for a batch of keys"
+            )
+
+    def _auto_reset_step(self, key, state, action, params):
+        if self.stochastic_step:
+            key, key_reset = jax.random.split(key)
+        else:
+            key_reset = key
+        obs_step, state_step, reward, terminated, truncated, info = self.step_env(key, state, action, params)
+        obs_reset, state_reset = self.reset_env(key_reset, params)
+        done = terminated | truncated
+        info = dict(info, final_observation=obs_step, final_state=state_step)
+        obs = _select_tree(done, obs_reset, obs_step)
+        state = _select_tree(done, state_reset, state_step)
+        return obs, state, reward, terminated, truncated, info

@@ -1,0 +1,45 @@
+"""Environment registry: ``register``, ``make`` and ``registered_envs``."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+_REGISTRY: dict[str, Callable[[], Any]] = {}
+
+
+def register(name: str, factory: Callable[[], Any]) -> None:
+    """Registers ``factory() -> Environment`` under ``name``; a name can be registered once."""
+    if name in _REGISTRY:
+        raise ValueError(f"environment {name!r} is already registered")
+    _REGISTRY[name] = factory
+
+
+def registered_envs() -> list[str]:
+    """Returns the registered environment names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def make(name: str, **overrides: Any) -> tuple[Any, Any]:
+    """Returns ``(env, params)`` for a registered name; ``overrides`` replace fields of the default params
+    (e.g. ``max_steps=50``, ``see_through_walls=True``).
+
+    Raises:
+        KeyError: unknown name (the message lists the closest registered names).
+        TypeError: an override that is not a field of the env's params.
+    """
+    if name not in _REGISTRY:
+        close = difflib.get_close_matches(name, _REGISTRY, n=5, cutoff=0.4)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise KeyError(f"unknown environment {name!r}.{hint} See jaxsoc.registered_envs() for all names.")
+    env = _REGISTRY[name]()
+    params = env.default_params()
+    if overrides:
+        fields = {f.name for f in dataclasses.fields(params)}
+        unknown = sorted(set(overrides) - fields)
+        if unknown:
+            raise TypeError(f"{name}: unknown params {unknown}; valid fields are {sorted(fields)}")
+        params = params.replace(**overrides)
+    return env, params

@@ -1,0 +1,12 @@
+"""Environment families; importing this module registers them all."""
+
+from jaxsoc.core.registry import register
+from jaxsoc.envs.gridworld.classic import CLASSIC_ENVS
+
+
+def _register_all() -> None:
+    for name, (cls, kwargs) in CLASSIC_ENVS.items():
+        register(name, lambda cls=cls, kwargs=kwargs: cls(**kwargs))
+
+
+_register_all()

@@ -1,0 +1,88 @@
+"""``GridEnvironment``: the MiniGrid step, observation, reward and spaces shared by every grid family.
+
+A subclass supplies ``generate`` (a jittable level generator) and, when its task is not "reach the goal",
+``task_outcome``. Everything else (minigrid's action rules, the 7x7 view with ``process_vis``, reward
+``1 - 0.9 * step_count / max_steps``, truncation at ``max_steps``) is here.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import jax
+import jax.numpy as jnp
+
+from jaxsoc.core import spaces
+from jaxsoc.core.env import Environment
+from jaxsoc.envs.gridworld import constants as C
+from jaxsoc.envs.gridworld.dynamics import Transition, success_reward, transition
+from jaxsoc.envs.gridworld.observation import observe
+from jaxsoc.envs.gridworld.state import GridParams, GridState
+
+
+class GridEnvironment(Environment):
+    """A MiniGrid-semantics environment; ``params`` defaults are given to the constructor."""
+
+    mission: str = ""
+
+    def __init__(self, **params) -> None:
+        self._default_params = GridParams(**params)
+        super().__init__()
+
+    def default_params(self) -> GridParams:
+        return self._default_params
+
+    @abc.abstractmethod
+    def generate(self, key: jax.Array, params: GridParams) -> GridState:
+        """Returns the initial state of a new level (jittable)."""
+
+    def task_outcome(
+        self, state: GridState, action: jax.Array, moved: Transition, params: GridParams
+    ) -> tuple[jax.Array, jax.Array]:
+        """Returns ``(success, failure)`` after a step; the default is minigrid's: stepping onto the goal
+        succeeds, stepping into lava fails."""
+        entered = moved.front_before[C.TYPE]
+        stepped = action == C.FORWARD
+        return stepped & (entered == C.GOAL), stepped & (entered == C.LAVA)
+
+    def mission_text(self, state: GridState, params: GridParams | None = None) -> str:
+        """Returns minigrid's mission string for this state (host side)."""
+        return self.mission
+
+    def reset_env(self, key, params):
+        state = self.generate(key, params)
+        return observe(state, params), state
+
+    def step_env(self, key, state, action, params):
+        state, moved = transition(state, action)
+        success, failure = self.task_outcome(state, action, moved, params)
+        reward = jnp.where(success, success_reward(state.step_count, params.max_steps), 0.0)
+        terminated = success | failure
+        truncated = state.step_count >= params.max_steps
+        info = {"success": success, "episode_steps": state.step_count}
+        return observe(state, params), state, reward, terminated, truncated, info
+
+    def observe(self, state: GridState, params: GridParams | None = None) -> dict[str, jax.Array]:
+        """Returns the observation of ``state`` (see ``observation.observe``)."""
+        return observe(state, self.default_params() if params is None else params)
+
+    def action_space(self, params=None) -> spaces.Discrete:
+        return spaces.Discrete(C.NUM_ACTIONS)
+
+    def observation_space(self, params=None) -> spaces.Dict:
+        params = self.default_params() if params is None else params
+        size = params.view_size
+        return spaces.Dict(
+            {
+                "image": spaces.Box(0, C.AGENT, (size, size, 3), jnp.uint8),
+                "direction": spaces.Discrete(4),
+            }
+        )
+
+    def render(self, state: GridState, params: GridParams | None = None, tile_size: int = 32) -> jax.Array:
+        """Returns the full-world RGB image ``uint8[H * tile, W * tile, 3]`` with the agent's view
+        highlighted, as minigrid's ``render(mode="rgb_array")`` draws it."""
+        from jaxsoc.envs.gridworld.rendering import render_state
+
+        params = self.default_params() if params is None else params
+        return render_state(state, params, tile_size=tile_size)

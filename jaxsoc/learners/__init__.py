@@ -1,0 +1,1 @@
+"""Learners (PPO, A2C, behaviour cloning) arrive with the learners issue."""
