@@ -63,8 +63,10 @@ class Dict:
 
     def contains(self, x: Any) -> bool:
         """True when ``x`` has exactly these keys and every value is in its sub-space."""
-        return isinstance(x, dict) and x.keys() == self.spaces.keys() and all(
-            space.contains(x[name]) for name, space in self.spaces.items()
+        return (
+            isinstance(x, dict)
+            and x.keys() == self.spaces.keys()
+            and all(space.contains(x[name]) for name, space in self.spaces.items())
         )
 
     def __getitem__(self, name: str) -> Any:

@@ -55,16 +55,16 @@ class DoorKey(GridEnvironment):
 
     def generate(self, key, params):
         height, width = params.height, params.width
-        k_split, k_door, k_agent, k_key = jax.random.split(key, 4)
+        k_split, k_door, k_agent, k_key = jax.random.bits(key, (4,), jnp.uint32)
         grid = jnp.asarray(walled_grid(height, width))
         goal = jnp.array([width - 2, height - 2], jnp.int32)
         grid = P.put(grid, goal, goal_cell())
-        split = jax.random.randint(k_split, (), 2, width - 2)
+        split = P.randint(k_split, 2, width - 2)
         xs = jnp.arange(width)[None, :, None]
         grid = jnp.where(xs == split, jnp.asarray(C.WALL_CELL), grid)
         left = P.rect_mask(height, width, 0, 0, split, height)
         pos, direction = P.place_agent(k_agent, grid, left)
-        door_y = jax.random.randint(k_door, (), 1, width - 2)
+        door_y = P.randint(k_door, 1, width - 2)
         grid = P.put(grid, jnp.stack([split, door_y]), C.cell(C.DOOR, C.YELLOW, C.LOCKED))
         not_agent = P.away_from(height, width, pos, 1)
         grid, _ = P.place(k_key, grid, left & not_agent, C.cell(C.KEY, C.YELLOW))
@@ -82,7 +82,7 @@ class FourRooms(GridEnvironment):
 
     def generate(self, key, params):
         height, width = params.height, params.width
-        k_gaps, k_agent, k_goal = jax.random.split(key, 3)
+        *k_gaps, k_agent, k_goal = jax.random.bits(key, (6,), jnp.uint32)
         grid = jnp.asarray(walled_grid(height, width))
         room_w, room_h = width // 2, height // 2
         ys = jnp.arange(height)[:, None, None]
@@ -91,10 +91,8 @@ class FourRooms(GridEnvironment):
         grid = jnp.where((xs == room_w) | (ys == room_h), wall, grid)
         # one gap in each of the four inner wall segments: (x, y ranges) as minigrid draws them
         lo = jnp.array([1, room_w + 1, 1, room_h + 1])
-        gaps = jax.random.randint(k_gaps, (4,), lo, lo + room_w - 1)
-        gap_cells = jnp.array(
-            [[room_w, gaps[0]], [room_w, gaps[1]], [gaps[2], room_h], [gaps[3], room_h]], jnp.int32
-        )
+        gaps = P.randint(jnp.stack(k_gaps), lo, lo + room_w - 1)
+        gap_cells = jnp.array([[room_w, gaps[0]], [room_w, gaps[1]], [gaps[2], room_h], [gaps[3], room_h]], jnp.int32)
         grid = grid.at[gap_cells[:, 1], gap_cells[:, 0]].set(jnp.asarray(C.EMPTY_CELL))
         everywhere = jnp.ones((height, width), bool)
         pos, direction = P.place_agent(k_agent, grid, everywhere)
@@ -125,19 +123,19 @@ class _TwoRooms(GridEnvironment):
 
     def _build(self, key, params, box: bool, blocker: bool) -> GridState:
         height, width, size = params.height, params.width, self.room_size
-        k_box, k_box_color, k_door_y, k_door_color, k_ball, k_key, k_agent = jax.random.split(key, 7)
+        k_box, k_box_color, k_door_y, k_door_color, k_ball, k_key, k_agent = jax.random.bits(key, (7,), jnp.uint32)
         grid = jnp.asarray(walled_grid(height, width))
         grid = grid.at[:, size - 1].set(jnp.asarray(C.WALL_CELL))
         not_near_default = P.away_from(height, width, jnp.asarray(self.agent_default_pos), 2)
-        box_color = jax.random.randint(k_box_color, (), 0, C.NUM_COLORS).astype(jnp.uint8)
+        box_color = P.below(k_box_color, C.NUM_COLORS).astype(jnp.uint8)
         if box:
             box_cell = jnp.stack([jnp.uint8(C.BOX), box_color, *jnp.zeros(3, jnp.uint8)])
             grid, _ = P.place(k_box, grid, self._room_mask(params, 1) & not_near_default, box_cell)
-        door_pos = jnp.stack([jnp.int32(size - 1), jax.random.randint(k_door_y, (), 1, size - 1)])
-        door_color = jax.random.randint(k_door_color, (), 0, C.NUM_COLORS).astype(jnp.uint8)
+        door_pos = jnp.stack([jnp.int32(size - 1), P.randint(k_door_y, 1, size - 1)])
+        door_color = P.below(k_door_color, C.NUM_COLORS).astype(jnp.uint8)
         grid = P.put(grid, door_pos, jnp.stack([jnp.uint8(C.DOOR), door_color, jnp.uint8(C.LOCKED), 0, 0]))
         if blocker:
-            ball_color = jax.random.randint(k_ball, (), 0, C.NUM_COLORS).astype(jnp.uint8)
+            ball_color = P.below(k_ball, C.NUM_COLORS).astype(jnp.uint8)
             ball = jnp.stack([jnp.uint8(C.BALL), ball_color, *jnp.zeros(3, jnp.uint8)])
             grid = P.put(grid, door_pos - jnp.array([1, 0]), ball)
         key_cell = jnp.stack([jnp.uint8(C.KEY), door_color, *jnp.zeros(3, jnp.uint8)])

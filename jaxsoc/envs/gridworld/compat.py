@@ -97,7 +97,13 @@ def from_minigrid(env: Any) -> tuple[GridState, GridParams]:
     if door is None and goals:
         state = state.replace(target_pos=np.asarray(goals[0], np.int32))
     return make_state(
-        state.grid, state.agent_pos, state.agent_dir, state.carrying, state.step_count, state.target_pos, state.target_obj
+        state.grid,
+        state.agent_pos,
+        state.agent_dir,
+        state.carrying,
+        state.step_count,
+        state.target_pos,
+        state.target_obj,
     ), params
 
 

@@ -40,9 +40,7 @@ def front_pos(state: GridState) -> jax.Array:
 def box_contents_cell(box: jax.Array) -> jax.Array:
     """Returns the cell that replaces a toggled box: its content (anonymous, state 0) or empty."""
     packed = box[C.CONTENTS]
-    content = jnp.stack(
-        [packed >> 3, packed & 7, jnp.uint8(0), jnp.uint8(0), jnp.uint8(0)]
-    ).astype(jnp.uint8)
+    content = jnp.stack([packed >> 3, packed & 7, jnp.uint8(0), jnp.uint8(0), jnp.uint8(0)]).astype(jnp.uint8)
     return jnp.where(packed == 0, _EMPTY_CELL, content)
 
 
