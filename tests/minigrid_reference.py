@@ -152,8 +152,8 @@ def solve(env, plan: list[tuple[str, str | None]], max_actions: int = 400) -> np
 
     Each plan item is ``(verb, object type)``: ``("pickup", "key")`` walks to face a key and picks it up,
     ``("toggle", "door")`` faces a closed door and toggles it, ``("drop", None)`` faces an empty cell that
-    is not next to a door and drops, ``("enter", "goal")`` walks onto the goal. The env is stepped as the plan runs; the caller replays
-    the returned actions on a fresh copy.
+    is not next to a door and drops, ``("enter", "goal")`` walks onto the goal. The env is stepped as the
+    plan runs; the caller replays the returned actions on a fresh copy.
     """
     u = env.unwrapped
     taken: list[int] = []
@@ -162,7 +162,7 @@ def solve(env, plan: list[tuple[str, str | None]], max_actions: int = 400) -> np
         if verb == "drop":
             wanted = lambda x, y, o: o is None and not _next_to_door(u, x, y)  # noqa: E731
         elif verb == "toggle":
-            wanted = lambda x, y, o, k=kind: o is not None and o.type == k and not getattr(o, "is_open", False)  # noqa: E731
+            wanted = lambda x, y, o, k=kind: o is not None and o.type == k and not o.is_open  # noqa: E731
         else:
             wanted = lambda x, y, o, k=kind: o is not None and o.type == k  # noqa: E731
         path = _path_to_face(u, wanted)

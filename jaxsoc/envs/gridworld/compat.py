@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 
 from jaxsoc.envs.gridworld import constants as C
@@ -85,26 +86,17 @@ def from_minigrid(env: Any) -> tuple[GridState, GridParams]:
     (``env.obj``), the goal otherwise."""
     u = env.unwrapped
     state = grid_state_from_minigrid(env)
-    params = grid_params_from_minigrid(env)
     door = getattr(u, "door", None)
     target = getattr(u, "obj", None)
+    goals = [(x, y) for x in range(u.grid.width) for y in range(u.grid.height) if _is_goal(u.grid.get(x, y))]
     if door is not None:
-        state = state.replace(target_pos=np.asarray(door.cur_pos, np.int32))
+        state = state.replace(target_pos=jnp.asarray(door.cur_pos, jnp.int32))
+    elif goals:
+        state = state.replace(target_pos=jnp.asarray(goals[0], jnp.int32))
     if target is not None:
         kind, color, _ = (int(v) for v in target.encode())
-        state = state.replace(target_obj=np.array([kind, color], np.uint8))
-    goals = [(x, y) for x in range(u.grid.width) for y in range(u.grid.height) if _is_goal(u.grid.get(x, y))]
-    if door is None and goals:
-        state = state.replace(target_pos=np.asarray(goals[0], np.int32))
-    return make_state(
-        state.grid,
-        state.agent_pos,
-        state.agent_dir,
-        state.carrying,
-        state.step_count,
-        state.target_pos,
-        state.target_obj,
-    ), params
+        state = state.replace(target_obj=jnp.array([kind, color], jnp.uint8))
+    return state, grid_params_from_minigrid(env)
 
 
 def _is_goal(obj: Any) -> bool:
