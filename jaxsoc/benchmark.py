@@ -1,0 +1,194 @@
+"""Throughput benchmark, xminigrid's method: pre-sampled random actions, one jitted ``lax.scan`` over T
+steps of ``vmap(env.step)`` with auto-reset, compile time measured apart, best of a few timed repeats.
+
+The whole ``TimeStep``-like carry (observation included) stays in the scan carry, so no part of the step
+can be removed as dead code. The reference rate is minigrid's single-process loop (resets included);
+xminigrid is measured in the same run when it is installed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxsoc
+
+XMINIGRID_IDS = {
+    "MiniGrid-Empty-5x5-v0": "MiniGrid-Empty-5x5",
+    "MiniGrid-Empty-6x6-v0": "MiniGrid-Empty-6x6",
+    "MiniGrid-Empty-8x8-v0": "MiniGrid-Empty-8x8",
+    "MiniGrid-Empty-16x16-v0": "MiniGrid-Empty-16x16",
+    "MiniGrid-DoorKey-5x5-v0": "MiniGrid-DoorKey-5x5",
+    "MiniGrid-DoorKey-6x6-v0": "MiniGrid-DoorKey-6x6",
+    "MiniGrid-DoorKey-8x8-v0": "MiniGrid-DoorKey-8x8",
+    "MiniGrid-DoorKey-16x16-v0": "MiniGrid-DoorKey-16x16",
+    "MiniGrid-FourRooms-v0": "MiniGrid-FourRooms",
+    "MiniGrid-Unlock-v0": "MiniGrid-Unlock",
+    "MiniGrid-UnlockPickup-v0": "MiniGrid-UnlockPickUp",
+    "MiniGrid-BlockedUnlockPickup-v0": "MiniGrid-BlockedUnlockPickUp",
+}
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _time_scan(run, key, repeats: int) -> tuple[float, float]:
+    """Returns ``(compile_s, best_run_s)`` of a jitted ``run(key)``."""
+    start = time.perf_counter()
+    compiled = jax.jit(run).lower(key).compile()
+    compile_s = time.perf_counter() - start
+    jax.block_until_ready(compiled(key))  # warm-up (allocations)
+    best = float("inf")
+    for r in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(jax.random.fold_in(key, r + 1)))
+        best = min(best, time.perf_counter() - start)
+    return compile_s, best
+
+
+def measure_jaxsoc(env_name: str, num_envs: int, num_steps: int, repeats: int = 3, **overrides: Any) -> dict:
+    """Returns a dict (env, num_envs, steps, see_through_walls, compile_s, run_s, steps_per_s, device) for
+    random actions in ``num_envs`` parallel worlds over ``num_steps`` steps, auto-reset included."""
+    env, params = jaxsoc.make(env_name, **overrides)
+    num_actions = env.action_space(params).n
+
+    def run(key):
+        k_reset, k_actions, k_steps = jax.random.split(key, 3)
+        obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, num_envs), params)
+        actions = jax.random.randint(k_actions, (num_steps, num_envs), 0, num_actions)
+        step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+        def body(carry, inputs):
+            obs, state, _ = carry
+            t, action = inputs
+            keys = jax.random.split(jax.random.fold_in(k_steps, t), num_envs)
+            obs, state, reward, terminated, truncated, _ = step(keys, state, action, params)
+            return (obs, state, reward), None
+
+        carry = (obs, state, jnp.zeros(num_envs))
+        return jax.lax.scan(body, carry, (jnp.arange(num_steps), actions))[0]
+
+    compile_s, run_s = _time_scan(run, jax.random.key(0), repeats)
+    return {
+        "env": env_name,
+        "impl": "jaxsoc",
+        "num_envs": num_envs,
+        "steps": num_steps,
+        "see_through_walls": bool(getattr(params, "see_through_walls", False)),
+        "compile_s": compile_s,
+        "run_s": run_s,
+        "steps_per_s": num_envs * num_steps / run_s,
+        "device": str(jax.devices()[0].device_kind),
+    }
+
+
+def measure_xminigrid(env_name: str, num_envs: int, num_steps: int, repeats: int = 3) -> dict | None:
+    """Returns xminigrid's rate on the same env and method (its default view sees through walls), or None
+    when xminigrid is not installed or does not have the env."""
+    try:
+        import xminigrid
+        from xminigrid.wrappers import GymAutoResetWrapper
+    except ImportError:
+        return None
+    xid = XMINIGRID_IDS.get(env_name)
+    if xid is None or xid not in xminigrid.registered_environments():
+        return None
+    env, params = xminigrid.make(xid)
+    env = GymAutoResetWrapper(env)
+    num_actions = env.num_actions(params)
+
+    def run(key):
+        k_reset, k_actions = jax.random.split(key)
+        timestep = jax.vmap(env.reset, in_axes=(None, 0))(params, jax.random.split(k_reset, num_envs))
+        actions = jax.random.randint(k_actions, (num_steps, num_envs), 0, num_actions)
+        step = jax.vmap(env.step, in_axes=(None, 0, 0))
+        return jax.lax.scan(lambda ts, a: (step(params, ts, a), None), timestep, actions)[0]
+
+    compile_s, run_s = _time_scan(run, jax.random.key(0), repeats)
+    return {"env": env_name, "impl": "xminigrid", "num_envs": num_envs, "steps": num_steps, "compile_s": compile_s,
+            "run_s": run_s, "steps_per_s": num_envs * num_steps / run_s}  # fmt: skip
+
+
+def measure_minigrid(env_name: str, seconds: float = 5.0, seed: int = 0) -> dict:
+    """Returns minigrid's single-process rate (random actions, ``reset(seed=k)`` at episode ends, resets
+    included). Raises ImportError with an install hint when minigrid is missing."""
+    try:
+        import gymnasium as gym
+        import minigrid  # noqa: F401
+        import minigrid.envs.babyai.core.roomgrid_level as roomgrid_level
+    except ImportError as error:
+        raise ImportError("the reference rate needs minigrid: pip install 'jaxsoc[test]'") from error
+    roomgrid_level.print = lambda *a, **k: None  # silence "Sampling rejected" prints
+    env = gym.make(env_name).unwrapped
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    steps, episode = 0, seed
+    start = time.perf_counter()
+    while True:
+        _, _, terminated, truncated, _ = env.step(int(rng.integers(0, 7)))
+        steps += 1
+        if terminated or truncated:
+            episode += 1
+            env.reset(seed=episode)
+        if steps % 256 == 0 and time.perf_counter() - start > seconds:
+            break
+    elapsed = time.perf_counter() - start
+    return {"env": env_name, "impl": "minigrid", "steps": steps, "run_s": elapsed, "steps_per_s": steps / elapsed}
+
+
+def run_table(
+    env_names: list[str],
+    num_envs_list: list[int],
+    num_steps: int,
+    occlusion: tuple[bool, ...] = (True, False),
+    repeats: int = 3,
+    reference_seconds: float = 5.0,
+    xminigrid: bool = True,
+) -> list[dict]:
+    """Measures every (env, N, see_through_walls) and prints a markdown table to stdout. Returns the rows:
+    jaxsoc's rate with minigrid's and xminigrid's (``None`` when not measured) and the ratios."""
+    rows = []
+    for name in env_names:
+        reference = measure_minigrid(name, reference_seconds) if reference_seconds > 0 else None
+        if reference:
+            _log(f"{name}: minigrid {reference['steps_per_s']:.0f} steps/s")
+        for num_envs in num_envs_list:
+            theirs = measure_xminigrid(name, num_envs, num_steps, repeats) if xminigrid else None
+            for see_through in occlusion:
+                ours = measure_jaxsoc(name, num_envs, num_steps, repeats, see_through_walls=see_through)
+                row = dict(ours)
+                row["minigrid_steps_per_s"] = reference["steps_per_s"] if reference else None
+                row["ratio_minigrid"] = ours["steps_per_s"] / reference["steps_per_s"] if reference else None
+                row["xminigrid_steps_per_s"] = theirs["steps_per_s"] if theirs else None
+                row["ratio_xminigrid"] = ours["steps_per_s"] / theirs["steps_per_s"] if theirs else None
+                _log(f"{name} N={num_envs} see_through_walls={see_through}: {ours['steps_per_s']:.3g} steps/s")
+                rows.append(row)
+    print(format_table(rows))
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """Returns the rows as a markdown table."""
+
+    def num(x, fmt=".3g"):
+        return "–" if x is None else format(x, fmt)
+
+    lines = [
+        "| env | N | see through walls | jaxsoc steps/s | compile s | minigrid steps/s | × minigrid | "
+        "xminigrid steps/s | × xminigrid |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['env']} | {r['num_envs']} | {'yes' if r['see_through_walls'] else 'no (minigrid occlusion)'} | "
+            f"{num(r['steps_per_s'])} | {num(r['compile_s'], '.1f')} | {num(r['minigrid_steps_per_s'], '.0f')} | "
+            f"{num(r['ratio_minigrid'], ',.0f')} | {num(r['xminigrid_steps_per_s'])} | "
+            f"{num(r['ratio_xminigrid'], '.2f')} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,164 @@
+"""The ``jaxsoc`` command: ``list``, ``demo``, ``render`` and ``bench``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jaxsoc
+
+GPU_BENCH_ENVS = [
+    "MiniGrid-Empty-8x8-v0",
+    "MiniGrid-DoorKey-8x8-v0",
+    "MiniGrid-BlockedUnlockPickup-v0",
+    "MiniGrid-FourRooms-v0",
+]
+
+
+def _on_accelerator() -> bool:
+    return jax.default_backend() != "cpu"
+
+
+def random_rollout(env, params, key: jax.Array, num_envs: int, num_steps: int, record: int = 0):
+    """Runs ``num_envs`` worlds for ``num_steps`` random steps. Returns ``(stats, frames)``: ``float32[3]``
+    episode statistics summed over the run (finished episodes, successes, return of finished steps) and,
+    when ``record > 0``, ``uint8[num_steps, record, h, w, 3]`` renders of the first ``record`` worlds
+    (else None). Jittable."""
+    num_actions = env.action_space(params).n
+    k_reset, k_actions, k_steps = jax.random.split(key, 3)
+    _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, num_envs), params)
+    actions = jax.random.randint(k_actions, (num_steps, num_envs), 0, num_actions)
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    render = jax.vmap(env.render, in_axes=(0, None))
+
+    def body(state, inputs):
+        t, action = inputs
+        frame = render(jax.tree_util.tree_map(lambda x: x[:record], state), params) if record else None
+        keys = jax.random.split(jax.random.fold_in(k_steps, t), num_envs)
+        _, state, reward, terminated, truncated, info = step(keys, state, action, params)
+        stats = jnp.stack([(terminated | truncated).sum(), info["success"].sum(), reward.sum()]).astype(jnp.float32)
+        return state, (stats, frame)
+
+    _, (stats, frames) = jax.lax.scan(body, state, (jnp.arange(num_steps), actions))
+    return stats.sum(0), frames
+
+
+def cmd_list(args) -> int:
+    print("\n".join(jaxsoc.registered_envs()))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from jaxsoc.core.render import save_gif, tile_frames
+
+    env, params = jaxsoc.make(args.env)
+    key = jax.random.key(args.seed)
+    num_envs = args.num_envs or (65536 if _on_accelerator() else 2048)
+    device = jax.devices()[0].device_kind
+    run = jax.jit(lambda k: random_rollout(env, params, k, num_envs, args.steps)[0])
+    start = time.perf_counter()
+    compiled = run.lower(key).compile()
+    compile_s = time.perf_counter() - start
+    start = time.perf_counter()
+    stats = np.asarray(compiled(key))
+    elapsed = time.perf_counter() - start
+    finished, successes, total_return = stats
+    print(
+        f"{args.env}: {num_envs} worlds x {args.steps} steps = {num_envs * args.steps:,} steps in {elapsed:.2f} s "
+        f"-> {num_envs * args.steps / elapsed:,.0f} steps/s on {device} (compile {compile_s:.1f} s)"
+    )
+    print(
+        f"random policy: {int(finished):,} episodes finished, success rate {successes / max(finished, 1):.3f}, "
+        f"mean return {total_return / max(finished, 1):.3f}"
+    )
+    _, frames = jax.jit(lambda k: random_rollout(env, params, k, 16, 64, record=16))(key)
+    out = save_gif(tile_frames(np.asarray(frames), columns=4), Path(args.out) / "demo.gif", fps=8)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_render(args) -> int:
+    from jaxsoc.core.render import save_video
+
+    env, params = jaxsoc.make(args.env)
+    key = jax.random.key(args.seed)
+    _, frames = jax.jit(lambda k: random_rollout(env, params, k, 1, args.steps, record=1))(key)
+    out = save_video(np.asarray(frames)[:, 0], args.out, fps=args.fps)
+    print(f"wrote {out} ({args.steps} frames of {args.env}, seed {args.seed})")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from jaxsoc.benchmark import run_table
+
+    gpu = _on_accelerator()
+    envs = args.envs or (GPU_BENCH_ENVS if gpu else GPU_BENCH_ENVS[:2])
+    sizes = args.num_envs or ([4**k for k in range(5, 10)] if gpu else [256, 1024, 4096])
+    steps = args.steps or (1000 if gpu else 100)
+    modes = {"both": (True, False), "on": (True,), "off": (False,)}[args.see_through_walls]
+    rows = run_table(
+        envs,
+        sizes,
+        steps,
+        occlusion=modes,
+        repeats=args.repeats,
+        reference_seconds=0 if args.no_reference else args.reference_seconds,
+    )
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jaxsoc", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list registered environments").set_defaults(func=cmd_list)
+
+    demo = sub.add_parser("demo", help="vmapped random rollout: throughput line and a GIF")
+    demo.add_argument("--env", default="MiniGrid-DoorKey-5x5-v0")
+    demo.add_argument("--num-envs", type=int, default=None, help="default 65536 on a GPU, 2048 on a CPU")
+    demo.add_argument("--steps", type=int, default=500)
+    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--out", default="out")
+    demo.set_defaults(func=cmd_demo)
+
+    render = sub.add_parser("render", help="render one random episode to a GIF or MP4")
+    render.add_argument("env")
+    render.add_argument("--seed", type=int, default=0)
+    render.add_argument("--steps", type=int, default=64)
+    render.add_argument("--fps", type=int, default=8)
+    render.add_argument("--out", default="episode.gif")
+    render.set_defaults(func=cmd_render)
+
+    bench = sub.add_parser("bench", help="throughput table against minigrid (and xminigrid if installed)")
+    bench.add_argument("--envs", nargs="+")
+    bench.add_argument("--num-envs", nargs="+", type=int)
+    bench.add_argument("--steps", type=int)
+    bench.add_argument("--repeats", type=int, default=3)
+    bench.add_argument("--see-through-walls", choices=["both", "on", "off"], default="both")
+    bench.add_argument("--reference-seconds", type=float, default=5.0)
+    bench.add_argument("--no-reference", action="store_true", help="skip the minigrid reference rate")
+    bench.add_argument("--json", help="also write the rows as JSON")
+    bench.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyError as error:  # unknown environment names
+        print(f"jaxsoc: {error.args[0]}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
