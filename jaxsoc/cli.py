@@ -77,7 +77,8 @@ def cmd_demo(args) -> int:
         f"random policy: {int(finished):,} episodes finished, success rate {successes / max(finished, 1):.3f}, "
         f"mean return {total_return / max(finished, 1):.3f}"
     )
-    _, frames = jax.jit(lambda k: random_rollout(env, params, k, 16, 64, record=16))(key)
+    shown = min(args.steps, 64)
+    _, frames = jax.jit(lambda k: random_rollout(env, params, k, 16, shown, record=16))(key)
     out = save_gif(tile_frames(np.asarray(frames), columns=4), Path(args.out) / "demo.gif", fps=8)
     print(f"wrote {out}")
     return 0

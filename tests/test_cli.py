@@ -1,0 +1,48 @@
+"""The jaxsoc command and the benchmark module (tiny sizes)."""
+
+from __future__ import annotations
+
+import imageio.v2 as imageio
+import pytest
+
+from jaxsoc.benchmark import format_table, measure_jaxsoc, measure_minigrid
+from jaxsoc.cli import main
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out.split()
+    assert "MiniGrid-DoorKey-8x8-v0" in out and len(out) == 12
+
+
+def test_unknown_env_exits_2_with_suggestions(capsys):
+    assert main(["render", "MiniGrid-Empty-5x5", "--out", "x.gif"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown environment" in err and "MiniGrid-Empty-5x5-v0" in err
+
+
+def test_demo_writes_gif_and_throughput(tmp_path, capsys):
+    assert (
+        main(["demo", "--env", "MiniGrid-Empty-5x5-v0", "--num-envs", "64", "--steps", "40", "--out", str(tmp_path)])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "steps/s" in out and "episodes finished" in out
+    frames = imageio.mimread(tmp_path / "demo.gif")
+    assert len(frames) == 40 and frames[0].shape[0] > 100
+
+
+def test_benchmark_rows():
+    row = measure_jaxsoc("MiniGrid-Empty-5x5-v0", num_envs=8, num_steps=10, repeats=1, see_through_walls=False)
+    assert row["steps_per_s"] > 0 and row["compile_s"] > 0 and not row["see_through_walls"]
+    reference = measure_minigrid("MiniGrid-Empty-5x5-v0", seconds=0.2)
+    assert reference["steps"] >= 256 and reference["steps_per_s"] > 0
+    row.update(minigrid_steps_per_s=reference["steps_per_s"], ratio_minigrid=1.0)
+    row.update(xminigrid_steps_per_s=None, ratio_xminigrid=None)
+    table = format_table([row])
+    assert "MiniGrid-Empty-5x5-v0" in table and "minigrid occlusion" in table
+
+
+def test_unknown_video_extension_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="extension"):
+        main(["render", "MiniGrid-Empty-5x5-v0", "--steps", "2", "--out", str(tmp_path / "x.avi")])
