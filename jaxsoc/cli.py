@@ -32,20 +32,21 @@ def random_rollout(env, params, key: jax.Array, num_envs: int, num_steps: int, r
     (else None). Jittable."""
     num_actions = env.action_space(params).n
     k_reset, k_actions, k_steps = jax.random.split(key, 3)
-    _, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, num_envs), params)
+    obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, num_envs), params)
     actions = jax.random.randint(k_actions, (num_steps, num_envs), 0, num_actions)
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     render = jax.vmap(env.render, in_axes=(0, None))
 
-    def body(state, inputs):
+    def body(carry, inputs):  # the observation stays in the carry, so it is really computed
+        _, state = carry
         t, action = inputs
         frame = render(jax.tree_util.tree_map(lambda x: x[:record], state), params) if record else None
         keys = jax.random.split(jax.random.fold_in(k_steps, t), num_envs)
-        _, state, reward, terminated, truncated, info = step(keys, state, action, params)
+        obs, state, reward, terminated, truncated, info = step(keys, state, action, params)
         stats = jnp.stack([(terminated | truncated).sum(), info["success"].sum(), reward.sum()]).astype(jnp.float32)
-        return state, (stats, frame)
+        return (obs, state), (stats, frame)
 
-    _, (stats, frames) = jax.lax.scan(body, state, (jnp.arange(num_steps), actions))
+    _, (stats, frames) = jax.lax.scan(body, (obs, state), (jnp.arange(num_steps), actions))
     return stats.sum(0), frames
 
 
