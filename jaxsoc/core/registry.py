@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 _REGISTRY: dict[str, Callable[[], Any]] = {}
+_INSTANCES: dict[str, Any] = {}  # environments are stateless, so one instance (and its jit cache) per name
 
 
 def register(name: str, factory: Callable[[], Any]) -> None:
@@ -24,7 +25,8 @@ def registered_envs() -> list[str]:
 
 def make(name: str, **overrides: Any) -> tuple[Any, Any]:
     """Returns ``(env, params)`` for a registered name; ``overrides`` replace fields of the default params
-    (e.g. ``max_steps=50``, ``see_through_walls=True``).
+    (e.g. ``max_steps=50``, ``see_through_walls=True``). Environments hold no episode data, so the same
+    instance (with its compiled ``reset``/``step``) is returned for a name.
 
     Raises:
         KeyError: unknown name (the message lists the closest registered names).
@@ -34,7 +36,9 @@ def make(name: str, **overrides: Any) -> tuple[Any, Any]:
         close = difflib.get_close_matches(name, _REGISTRY, n=5, cutoff=0.4)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise KeyError(f"unknown environment {name!r}.{hint} See jaxsoc.registered_envs() for all names.")
-    env = _REGISTRY[name]()
+    if name not in _INSTANCES:
+        _INSTANCES[name] = _REGISTRY[name]()
+    env = _INSTANCES[name]
     params = env.default_params()
     if overrides:
         fields = {f.name for f in dataclasses.fields(params)}
