@@ -1,13 +1,19 @@
-"""A gymnasium ``VectorEnv`` over a jaxsoc environment, for numpy users (same-step auto-reset).
+"""``GymnasiumVectorEnv``: a gymnasium ``VectorEnv`` over a jaxsoc environment, for numpy users.
 
-gymnasium is optional: ``pip install 'jaxsoc[gymnasium]'``.
+All worlds are stepped by one jitted ``vmap`` of the env's ``step`` (same-step auto-reset); observations,
+rewards and flags come back as numpy arrays with a leading ``num_envs`` axis.
+
+gymnasium is an optional dependency, imported by this module only: ``pip install 'jaxsoc[gymnasium]'``.
 """
 
 from __future__ import annotations
 
+import functools
+import numbers
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxsoc.core import spaces
@@ -15,93 +21,276 @@ from jaxsoc.core import spaces
 try:
     import gymnasium
     from gymnasium.vector import AutoresetMode, VectorEnv
+    from gymnasium.vector.utils import batch_space
 except ImportError as error:  # pragma: no cover - exercised only without gymnasium
-    raise ImportError("jaxsoc.core.vector needs gymnasium: pip install 'jaxsoc[gymnasium]'") from error
+    raise ImportError(
+        "jaxsoc.core.vector needs gymnasium (an optional dependency): pip install 'jaxsoc[gymnasium]'"
+    ) from error
+
+__all__ = ["GymnasiumVectorEnv", "to_gymnasium_space"]
 
 
 def to_gymnasium_space(space: Any) -> gymnasium.Space:
-    """Returns the gymnasium space equal to a jaxsoc ``Discrete``, ``Box`` or ``Dict``."""
+    """Returns the gymnasium space equal to a jaxsoc ``Discrete``, ``Box`` or ``Dict`` (same dtypes,
+    shapes and bounds; ``Dict`` sub-spaces converted recursively).
+
+    Raises:
+        TypeError: ``space`` is none of those.
+    """
     if isinstance(space, spaces.Discrete):
-        return gymnasium.spaces.Discrete(space.n)
+        if space.shape != ():
+            raise TypeError(f"only scalar Discrete spaces have a gymnasium equivalent, got shape {space.shape}")
+        return gymnasium.spaces.Discrete(int(space.n), dtype=np.dtype(space.dtype))
     if isinstance(space, spaces.Box):
         dtype = np.dtype(space.dtype)
-        return gymnasium.spaces.Box(space.low, space.high, space.shape, dtype)
+        low = np.broadcast_to(np.asarray(space.low), space.shape).astype(dtype)
+        high = np.broadcast_to(np.asarray(space.high), space.shape).astype(dtype)
+        return gymnasium.spaces.Box(low, high, tuple(space.shape), dtype)
     if isinstance(space, spaces.Dict):
-        return gymnasium.spaces.Dict({k: to_gymnasium_space(v) for k, v in space.spaces.items()})
+        return gymnasium.spaces.Dict({name: to_gymnasium_space(sub) for name, sub in space.spaces.items()})
     raise TypeError(f"no gymnasium equivalent for {space!r}")
 
 
+def _check_seed(seed: Any, what: str) -> int:
+    # jax.random.key keeps only the low 32 bits without x64, so larger seeds would silently collide.
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**32:
+        raise ValueError(f"{what} must be an integer in [0, 2**32), got {seed!r}")
+    return int(seed)
+
+
 class GymnasiumVectorEnv(VectorEnv):
-    """``num_envs`` worlds stepped by one jitted ``vmap``; observations, rewards and flags come back as numpy
-    arrays with a leading ``num_envs`` axis. Finished worlds reset in the same step
-    (``AutoresetMode.SAME_STEP``): ``infos["final_obs"]`` holds their last observation and
-    ``infos["_final_obs"]`` marks which worlds finished."""
+    """``num_envs`` independent worlds of a jaxsoc environment behind gymnasium's ``VectorEnv`` API.
 
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
+    Args:
+        env: a registered environment name (made with ``jaxsoc.make(env, **overrides)``) or an
+            ``Environment`` instance (then ``params`` or its default params are used).
+        num_envs: number of worlds ``N >= 1``.
+        params: the env params; with a name, they replace the made params (``overrides`` then not allowed).
+        seed: seed (in ``[0, 2**32)``) of the key streams until a ``reset(seed=...)``; None draws one at random.
+        **overrides: fields of the default params, e.g. ``max_steps=50`` (only with a name).
 
-    def __init__(self, env: Any, num_envs: int, params: Any = None, seed: int = 0, **overrides: Any) -> None:
+    Random keys: each world has a key stream. The constructor's ``seed`` and ``reset(seed=s)`` set world
+    ``i``'s stream to ``jax.random.split(jax.random.key(s), N)[i]``; ``reset(seed=[s_0, ...])`` sets it to
+    ``jax.random.key(s_i)`` (a None entry keeps that world's stream). Every ``reset``/``step`` then draws
+    each world's key as ``stream, key = jax.random.split(stream)``, so a run is reproducible from the seed
+    and equals a direct ``jax.vmap`` of ``env.reset``/``env.step`` with those keys.
+
+    Auto-reset (``metadata["autoreset_mode"] == AutoresetMode.SAME_STEP``): a world whose episode ends in
+    ``step`` is reset within that step and returns the new episode's first observation. Then
+    ``infos["_final_obs"]`` (``bool[N]``) is True for it and ``infos["final_obs"]`` (``object[N]``, None
+    elsewhere) holds its last observation (a dict of numpy arrays without the batch axis), and
+    ``infos["final_info"]`` / ``infos["_final_info"]`` hold that step's info the same way, as gymnasium's
+    ``SyncVectorEnv`` reports them. ``infos["success"]`` (``bool[N]``) and ``infos["episode_steps"]``
+    (``int32[N]``, the step count of the step just taken) describe every world's last step, each with an
+    all-True ``_key`` mask.
+    """
+
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
+
+    def __init__(self, env: Any, num_envs: int, params: Any = None, seed: int | None = None, **overrides: Any) -> None:
         if isinstance(env, str):
             import jaxsoc
 
+            if params is not None and overrides:
+                raise TypeError("pass either params or keyword overrides, not both")
             env, made = jaxsoc.make(env, **overrides)
             params = made if params is None else params
+        elif overrides:
+            raise TypeError(f"keyword overrides {sorted(overrides)} need an env name; pass params instead")
+        if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         self.env = env
         self.params = env.default_params() if params is None else params
         self.num_envs = int(num_envs)
         self.render_mode = "rgb_array"
+        self.metadata = dict(type(self).metadata)
+
         self.single_observation_space = to_gymnasium_space(env.observation_space(self.params))
         self.single_action_space = to_gymnasium_space(env.action_space(self.params))
-        self.observation_space = gymnasium.vector.utils.batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = gymnasium.spaces.MultiDiscrete(np.full(self.num_envs, self.single_action_space.n))
-        self._key = jax.random.key(seed)
-        self._reset = jax.jit(jax.vmap(env.reset_env, in_axes=(0, None)))
-        self._step = jax.jit(jax.vmap(env._auto_reset_step, in_axes=(0, 0, 0, None)))
+        if not isinstance(self.single_action_space, gymnasium.spaces.Discrete):
+            raise TypeError(f"{env.name}: only Discrete action spaces are supported")
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)  # MultiDiscrete([n] * N)
+
+        seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0]) if seed is None else seed
+        self._streams = jax.random.split(jax.random.key(_check_seed(seed, "seed")), self.num_envs)
         self._state = None
+        self._obs = None
 
-    def _next_keys(self) -> jax.Array:
-        self._key, sub = jax.random.split(self._key)
-        return jax.random.split(sub, self.num_envs)
+    # -- gymnasium API -----------------------------------------------------------------------------
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
+        """Starts new episodes.
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        """Returns ``(obs, infos)`` for fresh episodes in every world; ``seed`` restarts the key stream."""
-        if seed is not None:
-            self._key = jax.random.key(seed)
-        obs, self._state = self._reset(self._next_keys(), self.params)
-        return jax.device_get(obs), {}
+        Args:
+            seed: None continues the key streams; an int reseeds all worlds; a list of ``N`` ints (or None)
+                reseeds world by world.
+            options: ``{"reset_mask": bool[N]}`` resets only the marked worlds (after a first full reset);
+                other options are not supported.
 
-    def step(self, actions):
-        """Returns ``(obs, rewards float32[N], terminations bool[N], truncations bool[N], infos)``."""
+        Returns:
+            ``(obs, infos)``: ``obs`` a dict of numpy arrays ``[N, ...]`` (``image uint8[N, 7, 7, 3]``,
+            ``direction int32[N]`` for the grid envs), ``infos`` an empty dict.
+        """
+        self._check_open()
+        options = dict(options or {})
+        mask = options.pop("reset_mask", None)
+        if options:
+            raise ValueError(f"unsupported reset options {sorted(options)}; only 'reset_mask' is accepted")
+        if mask is not None:
+            mask = np.asarray(mask)
+            if mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
+                raise ValueError(f"options['reset_mask'] must be bool[{self.num_envs}], got {mask.dtype}{mask.shape}")
+            if self._state is None:
+                raise RuntimeError("a partial reset (options['reset_mask']) needs a full reset() first")
+        if isinstance(seed, (list, tuple)):
+            if len(seed) != self.num_envs:
+                raise ValueError(f"a seed list must have one entry per world ({self.num_envs}), got {len(seed)}")
+            seeds = [None if s is None else _check_seed(s, f"seed[{i}]") for i, s in enumerate(seed)]
+            keys = [self._streams[i] if s is None else jax.random.key(s) for i, s in enumerate(seeds)]
+            self._streams = jnp.stack(keys)
+            super().reset(seed=next((s for s in seeds if s is not None), None))
+        elif seed is not None:
+            self._streams = jax.random.split(jax.random.key(_check_seed(seed, "seed")), self.num_envs)
+            super().reset(seed=int(seed))
+        if mask is None:
+            self._streams, self._obs, self._state = _reset_worlds(self.env, self._streams, self.params)
+        else:
+            # a full batched reset (compiled once) and a per-world selection: partial resets are rare here
+            streams, obs, state = _reset_worlds(self.env, self._streams, self.params)
+            self._streams, self._obs, self._state = _select_worlds(
+                mask, (streams, obs, state), (self._streams, self._obs, self._state)
+            )
+        obs = self._obs
+        return _to_numpy(obs), {}
+
+    def step(self, actions: Any):
+        """Steps every world with its action; finished worlds reset in the same step (see the class doc).
+
+        Args:
+            actions: integer array-like ``[N]`` with values in ``[0, n)`` (``single_action_space.n``).
+
+        Returns:
+            ``(obs, rewards float32[N], terminations bool[N], truncations bool[N], infos)``, ``obs`` a dict
+            of numpy arrays ``[N, ...]``.
+
+        Raises:
+            ValueError: ``actions`` has another shape than ``(N,)`` or a value outside ``[0, n)``.
+            TypeError: ``actions`` does not have an integer dtype.
+            RuntimeError: ``reset`` was not called first, or the env is closed.
+        """
+        self._check_open()
         if self._state is None:
             raise RuntimeError("call reset() before step()")
-        actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,):
-            raise ValueError(f"actions must have shape ({self.num_envs},), got {actions.shape}")
-        if not np.issubdtype(actions.dtype, np.integer):
-            raise TypeError(f"actions must be integers, got dtype {actions.dtype}")
-        n = self.single_action_space.n
-        if actions.min() < 0 or actions.max() >= n:
-            raise ValueError(
-                f"actions must lie in [0, {n}), got values {sorted(set(actions[(actions < 0) | (actions >= n)]))}"
-            )
-        obs, self._state, reward, terminated, truncated, info = self._step(
-            self._next_keys(), self._state, actions.astype(np.int32), self.params
-        )
-        obs, reward, terminated, truncated, info = jax.device_get((obs, reward, terminated, truncated, info))
+        actions = self._check_actions(actions)
+        self._streams, self._state, out = _step_worlds(self.env, self._streams, self._state, actions, self.params)
+        self._obs = out[0]
+        obs, reward, terminated, truncated, info = _to_numpy(out)
         done = terminated | truncated
-        infos = {
-            "success": info["success"],
-            "episode_steps": info["episode_steps"],
-            "final_obs": info["final_observation"],
-            "_final_obs": done,
-        }
-        return obs, reward.astype(np.float32), terminated, truncated, infos
+        final_obs = info.pop("final_observation")
+        infos = _vector_info(info, np.ones(self.num_envs, np.bool_))
+        if done.any():
+            boxed = np.full(self.num_envs, None, dtype=object)
+            for i in np.flatnonzero(done):
+                boxed[i] = jax.tree_util.tree_map(lambda v, i=i: v[i].copy(), final_obs)
+            infos["final_obs"], infos["_final_obs"] = boxed, done.copy()
+            infos["final_info"], infos["_final_info"] = _vector_info(info, done), done.copy()
+        return obs, reward, terminated, truncated, infos
 
-    def render(self):
-        """Returns the first world's RGB frame ``uint8[h, w, 3]``."""
+    def render(self) -> np.ndarray | None:
+        """Returns the first world's RGB frame ``uint8[h, w, 3]`` (``env.render`` of its state).
+
+        Raises:
+            RuntimeError: ``reset`` was not called first.
+            NotImplementedError/ImportError: as raised by an env without a renderer.
+        """
+        self._check_open()
         if self._state is None:
             raise RuntimeError("call reset() before render()")
         first = jax.tree_util.tree_map(lambda x: x[0], self._state)
         return np.asarray(self.env.render(first, self.params))
 
-    def close(self, **kwargs):
+    def close_extras(self, **kwargs: Any) -> None:
+        """Drops the device state; ``close()`` (gymnasium's) calls this once and marks the env closed."""
         self._state = None
+        self._obs = None
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("this GymnasiumVectorEnv is closed")
+
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        n = int(self.single_action_space.n)
+        if isinstance(actions, jax.Array):
+            actions = jax.device_get(actions)
+        array = np.asarray(actions)
+        if array.shape != (self.num_envs,):
+            raise ValueError(f"actions must have shape ({self.num_envs},), one per world, got shape {array.shape}")
+        if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
+            raise TypeError(f"actions must be integers, got dtype {array.dtype}")
+        bad = (array < 0) | (array >= n)
+        if bad.any():
+            raise ValueError(
+                f"actions must lie in [0, {n}) (Discrete({n})), got {array[bad].tolist()} "
+                f"in worlds {np.flatnonzero(bad).tolist()}"
+            )
+        return array.astype(np.int32)
+
+    def __repr__(self) -> str:
+        return f"GymnasiumVectorEnv({self.env.name}, num_envs={self.num_envs})"
+
+
+# The jitted cores take the env as a static argument, so every adapter over the same env instance (``make``
+# returns one per name) and the same ``num_envs`` shares their compilation.
+@functools.partial(jax.jit, static_argnums=0)
+def _reset_worlds(env, streams, params):
+    """Returns ``(streams, obs, state)`` after resetting every world (one key drawn from each stream)."""
+    streams, keys = _split_streams(streams)
+    obs, state = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+    return streams, obs, state
+
+
+@jax.jit
+def _select_worlds(mask, new, old):
+    """Returns ``new`` where ``mask`` (``bool[N]``) is True and ``old`` elsewhere, leaf by leaf."""
+    return jax.tree_util.tree_map(functools.partial(_where_batch, mask), new, old)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _step_worlds(env, streams, state, actions, params):
+    """Returns ``(streams, state, (obs, reward float32[N], terminated, truncated, info))`` of one batched
+    ``env.step``; ``info["final_state"]`` is dropped so that it stays on the device."""
+    streams, keys = _split_streams(streams)
+    obs, state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+        keys, state, actions, params
+    )
+    info = {k: v for k, v in info.items() if k != "final_state"}
+    return streams, state, (obs, reward.astype(jnp.float32), terminated, truncated, info)
+
+
+def _split_streams(streams: jax.Array) -> tuple[jax.Array, jax.Array]:
+    pairs = jax.vmap(jax.random.split)(streams)  # [N, 2] keys
+    return pairs[:, 0], pairs[:, 1]
+
+
+def _where_batch(mask: jax.Array, a: jax.Array, b: jax.Array) -> jax.Array:
+    return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - 1)), a, b)
+
+
+def _vector_info(info: dict[str, Any], mask: np.ndarray) -> dict[str, Any]:
+    """Returns ``info`` (numpy arrays ``[N, ...]``, nested dicts allowed) in gymnasium's vector layout: every
+    key paired with a ``_key`` ``bool[N]`` copy of ``mask``, values zeroed where ``mask`` is False."""
+    out: dict[str, Any] = {}
+    for name, value in info.items():
+        if isinstance(value, dict):
+            out[name] = _vector_info(value, mask)
+        else:
+            value = np.asarray(value)
+            out[name] = np.where(mask.reshape(mask.shape + (1,) * (value.ndim - 1)), value, np.zeros_like(value))
+        out[f"_{name}"] = mask.copy()
+    return out
+
+
+def _to_numpy(tree: Any) -> Any:
+    """Returns ``tree`` with every array as a fresh, writable numpy array (never shared between calls)."""
+    return jax.tree_util.tree_map(lambda x: np.array(x, copy=True), jax.device_get(tree))
