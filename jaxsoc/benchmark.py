@@ -52,23 +52,41 @@ def _time_scan(run, key, repeats: int) -> tuple[float, float]:
     return compile_s, best
 
 
-def measure_jaxsoc(env_name: str, num_envs: int, num_steps: int, repeats: int = 3, **overrides: Any) -> dict:
-    """Returns a dict (env, num_envs, steps, see_through_walls, compile_s, run_s, steps_per_s, device) for
-    random actions in ``num_envs`` parallel worlds over ``num_steps`` steps, auto-reset included."""
+def uses_pooled_resets(env_name: str) -> bool:
+    """True for the families whose levels are costly to generate (BabyAI): their benchmark steps the batch
+    with ``core.autoreset.batched_step``, which generates only as many levels as episodes ended."""
+    return env_name.startswith("BabyAI-")
+
+
+def measure_jaxsoc(
+    env_name: str, num_envs: int, num_steps: int, repeats: int = 3, pooled: bool | None = None, **overrides: Any
+) -> dict:
+    """Returns a dict (env, num_envs, steps, see_through_walls, resets, compile_s, run_s, steps_per_s,
+    device) for random actions in ``num_envs`` parallel worlds over ``num_steps`` steps, auto-reset
+    included. ``pooled`` selects ``batched_step``'s pooled resets (default: ``uses_pooled_resets``) over
+    ``vmap(env.step)``, which generates a level for every world on every step."""
+    from jaxsoc.core.autoreset import batched_step
+
     env, params = jaxsoc.make(env_name, **overrides)
     num_actions = env.action_space(params).n
+    pooled = uses_pooled_resets(env_name) if pooled is None else pooled
+    vmapped = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    pooled_step = batched_step(env)
+
+    def step(key, state, action):
+        if pooled:
+            return pooled_step(key, state, action, params)
+        return vmapped(jax.random.split(key, num_envs), state, action, params)
 
     def run(key):
         k_reset, k_actions, k_steps = jax.random.split(key, 3)
         obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, num_envs), params)
         actions = jax.random.randint(k_actions, (num_steps, num_envs), 0, num_actions)
-        step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
         def body(carry, inputs):
             obs, state, _ = carry
             t, action = inputs
-            keys = jax.random.split(jax.random.fold_in(k_steps, t), num_envs)
-            obs, state, reward, terminated, truncated, _ = step(keys, state, action, params)
+            obs, state, reward, terminated, truncated, _ = step(jax.random.fold_in(k_steps, t), state, action)
             return (obs, state, reward), None
 
         carry = (obs, state, jnp.zeros(num_envs))
@@ -81,6 +99,7 @@ def measure_jaxsoc(env_name: str, num_envs: int, num_steps: int, repeats: int = 
         "num_envs": num_envs,
         "steps": num_steps,
         "see_through_walls": bool(getattr(params, "see_through_walls", False)),
+        "resets": "pooled" if pooled else "every step",
         "compile_s": compile_s,
         "run_s": run_s,
         "steps_per_s": num_envs * num_steps / run_s,
@@ -125,7 +144,12 @@ def measure_minigrid(env_name: str, seconds: float = 5.0, seed: int = 0) -> dict
     except ImportError as error:
         raise ImportError("the reference rate needs minigrid: pip install 'jaxsoc[test]'") from error
     roomgrid_level.print = lambda *a, **k: None  # silence "Sampling rejected" prints
-    env = gym.make(env_name).unwrapped
+    if env_name.startswith("BabyAI-"):
+        from jaxsoc.envs.babyai.minigrid_levels import make_minigrid_level
+
+        env = make_minigrid_level(env_name).unwrapped
+    else:
+        env = gym.make(env_name).unwrapped
     rng = np.random.default_rng(seed)
     env.reset(seed=seed)
     steps, episode = 0, seed

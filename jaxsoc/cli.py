@@ -86,12 +86,23 @@ def cmd_demo(args) -> int:
 
 
 def cmd_render(args) -> int:
-    from jaxsoc.core.render import save_video
+    from jaxsoc.core.render import caption, save_video
 
     env, params = jaxsoc.make(args.env)
     key = jax.random.key(args.seed)
-    _, frames = jax.jit(lambda k: random_rollout(env, params, k, 1, args.steps, record=1))(key)
-    out = save_video(np.asarray(frames)[:, 0], args.out, fps=args.fps)
+    _, state = jax.jit(env.reset)(key, params)
+    actions = np.random.default_rng(args.seed).integers(0, env.action_space(params).n, args.steps)
+    render, step = jax.jit(env.render), jax.jit(env.step)
+    frames, texts = [], []
+    for t, action in enumerate(actions):
+        frames.append(np.asarray(render(state, params)))
+        if hasattr(env, "mission_text"):
+            texts.append(env.mission_text(state))
+        _, state, *_ = step(jax.random.fold_in(key, t), state, action, params)
+    frames = np.stack(frames)
+    if texts and all(texts):
+        frames = caption(frames, texts)
+    out = save_video(frames, args.out, fps=args.fps)
     print(f"wrote {out} ({args.steps} frames of {args.env}, seed {args.seed})")
     return 0
 

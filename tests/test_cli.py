@@ -12,7 +12,8 @@ from jaxsoc.cli import main
 def test_list(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out.split()
-    assert "MiniGrid-DoorKey-8x8-v0" in out and len(out) == 12
+    assert "MiniGrid-DoorKey-8x8-v0" in out and "BabyAI-BossLevel-v0" in out
+    assert len(out) == 12 + 19 + 1  # classic MiniGrid, the 19 BabyAI levels, the PutNextICLR19 alias
 
 
 def test_unknown_env_exits_2_with_suggestions(capsys):
@@ -46,3 +47,14 @@ def test_benchmark_rows():
 def test_unknown_video_extension_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="extension"):
         main(["render", "MiniGrid-Empty-5x5-v0", "--steps", "2", "--out", str(tmp_path / "x.avi")])
+
+
+def test_render_babyai_level_with_mission_caption(tmp_path, capsys):
+    out = tmp_path / "x.gif"
+    assert main(["render", "BabyAI-GoToLocal-v0", "--seed", "3", "--steps", "3", "--out", str(out)]) == 0
+    frames = imageio.mimread(out)
+    grid_pixels = 8 * 32
+    assert 1 <= len(frames) <= 3 and frames[0].shape[0] > grid_pixels  # GIF merges repeated frames
+    assert frames[0].shape[1] == grid_pixels
+    caption = frames[0][grid_pixels:]
+    assert (caption < 128).any() and (caption == 255).mean() > 0.5  # dark text on a white band

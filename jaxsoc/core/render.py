@@ -44,6 +44,45 @@ def check_frames(frames) -> np.ndarray:
     return array
 
 
+def caption(frames, texts: Sequence[str], height: int | None = None) -> np.ndarray:
+    """Returns the frames with a white band below each one holding its text (wrapped to the frame width),
+    ``uint8[T, h + band, w, 3]``, e.g. a BabyAI mission under every frame.
+
+    Raises:
+        ValueError: when the number of texts is not the number of frames.
+    """
+    from PIL import Image, ImageDraw, ImageFont
+
+    frames = check_frames(frames)
+    if len(texts) != len(frames):
+        raise ValueError(f"got {len(texts)} texts for {len(frames)} frames")
+    font = ImageFont.load_default()
+    width = frames.shape[2]
+    chars_per_line = max(8, width // 7)
+
+    def wrap(text: str) -> list[str]:
+        lines, line = [], ""
+        for word in text.split():
+            candidate = f"{line} {word}".strip()
+            if len(candidate) > chars_per_line and line:
+                lines.append(line)
+                candidate = word
+            line = candidate
+        return lines + [line]
+
+    wrapped = [wrap(t) for t in texts]
+    band = height or 6 + 14 * max(len(w) for w in wrapped)
+    out = np.full((len(frames), frames.shape[1] + band, width, 3), 255, np.uint8)
+    out[:, : frames.shape[1]] = frames
+    for t, lines in enumerate(wrapped):
+        image = Image.fromarray(out[t])
+        draw = ImageDraw.Draw(image)
+        for k, line in enumerate(lines):
+            draw.text((4, frames.shape[1] + 3 + 14 * k), line, fill=(0, 0, 0), font=font)
+        out[t] = np.asarray(image)
+    return out
+
+
 def _check_fps(fps: float) -> float:
     if not isinstance(fps, numbers.Real) or not math.isfinite(fps) or fps <= 0:
         raise ValueError(f"fps must be a positive number, got {fps!r}")

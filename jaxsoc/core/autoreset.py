@@ -1,0 +1,94 @@
+"""Auto-reset for a batch of worlds that generates only as many new levels as episodes ended.
+
+``env.step`` is written for one world and auto-resets by computing a fresh level on every step and
+selecting it where the episode ended; under ``vmap`` that level is generated for every world on every
+step. That is free for the classic MiniGrid tasks and the dominant cost for BabyAI, whose levels are
+drawn by rejection sampling (a BossLevel reset costs about 100 steps).
+
+``batched_step(env)`` returns a step for a whole batch: it steps every world, counts the ``d`` worlds
+whose episode ended, and generates a *pool* of fresh levels of the smallest size in ``pool_fractions``
+(times the batch size) that holds ``d``, or a full batch if none does. The ``k``-th ended world takes the
+``k``-th level of the pool. The choice of pool size is a ``lax.switch`` outside ``vmap``, so only one
+size runs. Every ended episode still gets its own independently generated level, so the episode
+distribution is exactly ``env.step``'s; only the random stream differs. Inside an outer ``vmap`` (e.g.
+over training seeds) the switch becomes a select over all sizes, which costs more than it saves: vmap
+``env.step`` there, or pass ``pool_fractions=()``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxsoc.core.env import Environment
+
+DEFAULT_POOL_FRACTIONS = (1 / 64, 1 / 16, 1 / 4)
+
+
+def _select(done: jax.Array, on_done: Any, otherwise: Any) -> Any:
+    def pick(a, b):
+        return jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b)
+
+    return jax.tree_util.tree_map(pick, on_done, otherwise)
+
+
+def pool_sizes(num_envs: int, pool_fractions: Sequence[float] = DEFAULT_POOL_FRACTIONS) -> list[int]:
+    """Returns the distinct pool sizes (ascending, the last one ``num_envs``) for a batch size."""
+    sizes = {max(1, math.ceil(f * num_envs)) for f in pool_fractions if 0 < f < 1}
+    return sorted(s for s in sizes if s < num_envs) + [num_envs]
+
+
+def batched_step(
+    env: Environment, pool_fractions: Sequence[float] = DEFAULT_POOL_FRACTIONS
+) -> Callable[..., tuple[Any, Any, jax.Array, jax.Array, jax.Array, dict[str, Any]]]:
+    """Returns ``step(key, states, actions, params) -> (obs, states, reward, terminated, truncated, info)``
+    over a batch: ``states`` and ``actions`` have a leading axis ``N``, ``key`` is one key and ``params``
+    is shared. Outputs have the leading axis ``N`` and the meaning of ``env.step``'s (auto-reset, with
+    ``info["final_observation"]`` and ``info["final_state"]``). Jittable; see the module docstring."""
+
+    def step(key, states, actions, params):
+        num_envs = actions.shape[0]
+        key_step, key_reset = jax.random.split(key)
+        step_keys = jax.random.split(key_step, num_envs)
+        obs, stepped, reward, terminated, truncated, info = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))(
+            step_keys, states, actions, params
+        )
+        done = terminated | truncated
+        rank = jnp.cumsum(done) - 1  # the pool slot of each ended world
+        sizes = pool_sizes(num_envs, pool_fractions)
+
+        def fresh(size):
+            def generate(_):
+                keys = jax.random.split(key_reset, size)
+                pool = jax.vmap(env.reset_env, in_axes=(0, None))(keys, params)
+                slot = jnp.clip(rank, 0, size - 1)
+                return jax.tree_util.tree_map(lambda x: x[slot], pool)
+
+            return generate
+
+        branch = jnp.sum(jnp.sum(done) > jnp.asarray(sizes[:-1], jnp.int32))
+        new_obs, new_states = jax.lax.switch(branch, [fresh(s) for s in sizes], None)
+        info = dict(info, final_observation=obs, final_state=stepped)
+        return (
+            _select(done, new_obs, obs),
+            _select(done, new_states, stepped),
+            reward,
+            terminated,
+            truncated,
+            info,
+        )
+
+    return step
+
+
+def batched_reset(env: Environment) -> Callable[[jax.Array, Any, int], tuple[Any, Any]]:
+    """Returns ``reset(key, params, num_envs) -> (obs, states)`` for a batch (``num_envs`` static)."""
+
+    def reset(key, params, num_envs):
+        return jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(key, num_envs), params)
+
+    return reset

@@ -1,0 +1,20 @@
+"""BabyAI: Baby Language instructions, the verifier and the paper's 19 levels on the grid engine.
+
+``level_env(name)`` builds the environment of a level id (``BabyAI-GoTo-v0``...); ``jaxsoc.make`` does the
+same through the registry. Each episode's ``max_steps`` follows its instruction (params ``max_steps=0``);
+set ``max_steps`` to a positive value to use one fixed limit instead.
+"""
+
+from __future__ import annotations
+
+from jaxsoc.envs.babyai.env import BabyAIEnvironment
+from jaxsoc.envs.babyai.levels import ALIASES, LEVELS
+
+
+def level_env(name: str) -> BabyAIEnvironment:
+    """Returns the ``BabyAIEnvironment`` of a level id or alias (``KeyError`` if unknown)."""
+    generator, params = LEVELS[ALIASES.get(name, name)]
+    return BabyAIEnvironment(name, generator, params.replace(max_steps=0))
+
+
+__all__ = ["ALIASES", "LEVELS", "BabyAIEnvironment", "level_env"]

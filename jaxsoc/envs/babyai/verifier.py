@@ -1,0 +1,150 @@
+"""The Baby Language verifier of minigrid 3.2.0 (``envs/babyai/core/verifier.py``) as a branch-free function.
+
+minigrid tracks objects by identity. Each description keeps ``obj_set``, the objects it matched at reset
+(with the agent's reset pose for location words), and ``obj_poss``, their positions, refreshed only when the
+agent performs a ``drop`` action (even a failed one), so after picking up a ``go to`` target, facing the
+cell where it lay still counts. jaxsoc holds this as
+
+* ``obj_set[leaf, desc, id]``: the ids (grid channel ``OBJ_ID``) each description matched at reset;
+* ``id_snapshot[y, x]``: the ``OBJ_ID`` plane at reset, replaced by the current one on every ``drop``
+  (``obj_poss`` of every description is then ``{cell : obj_set[id_snapshot[cell]]}``);
+* ``pre_carrying[leaf]``: the id carried when the leaf was last evaluated (``preCarrying``; 0 = nothing,
+  also the value of a leaf not yet evaluated).
+
+Leaves: ``go to`` succeeds after any action that leaves the agent facing a snapshot cell of its set;
+``open`` after a ``toggle`` that leaves a door of its set open in front; ``pick up`` after a ``pickup``
+when nothing was carried at the leaf's previous evaluation and the carried object is in its set; ``put
+next`` after a ``drop`` of the object carried at the previous evaluation, when it is in the move set and
+the drop cell is a 4-neighbour of a snapshot cell of the fixed set. An ``and`` part evaluates its
+unfinished clauses every step; a sequence evaluates its second part (B for "then", A for "after you") from
+the step on which the first part finishes, that same step included. Nothing fails: the 19 levels never
+use minigrid's ``strict`` mode or done-actions.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsoc.envs.babyai import instr as I
+from jaxsoc.envs.babyai import roomgrid as RG
+from jaxsoc.envs.gridworld import constants as C
+from jaxsoc.envs.gridworld.state import GridState
+
+_DIR_TO_VEC = jnp.asarray(C.DIR_TO_VEC)
+_LEAF_PART = np.array([0, 0, 1, 1])
+
+
+def used_descriptions(instr: I.Instruction) -> jax.Array:
+    """Returns ``bool[4, 2]``: which descriptions the instruction uses (the first of every present leaf,
+    the second of a ``put next`` leaf)."""
+    present = instr.action != I.ACT_NONE
+    return jnp.stack([present, instr.action == I.ACT_PUTNEXT], axis=-1)
+
+
+def match_sets(world: GridState, instr: I.Instruction, params: I.BabyAIParams) -> tuple[jax.Array, jax.Array]:
+    """minigrid's ``find_matching_objs`` at the current pose for every description.
+
+    Returns ``(obj_set, count)``: ``bool[4, 2, MAX_OBJECTS]`` the matching object ids and ``int32[4, 2]``
+    how many objects matched (0 for unused descriptions).
+    """
+    lay = RG.layout(params.room_size, params.num_rows, params.num_cols)
+    ids = world.grid[..., C.OBJ_ID].astype(jnp.int32)
+
+    def one(desc_type, desc_color, desc_loc, used):
+        mask = RG.match_mask(lay, world.grid, world.agent_pos, world.agent_dir, desc_type, desc_color, desc_loc)
+        mask = mask & used
+        obj_set = jnp.zeros(I.MAX_OBJECTS, bool).at[ids].max(mask, mode="drop").at[0].set(False)
+        return obj_set, jnp.sum(mask, dtype=jnp.int32)
+
+    per_desc = jax.vmap(jax.vmap(one))
+    return per_desc(instr.desc_type, instr.desc_color, instr.desc_loc, used_descriptions(instr))
+
+
+def init_verifier(world: GridState, instr: I.Instruction, params: I.BabyAIParams) -> I.VerifierState:
+    """Returns the ``VerifierState`` of a new episode (minigrid's ``reset_verifier``)."""
+    obj_set, count = match_sets(world, instr, params)
+    return I.VerifierState(
+        obj_set=obj_set,
+        plural=count > 1,
+        id_snapshot=world.grid[..., C.OBJ_ID],
+        pre_carrying=jnp.zeros(I.MAX_LEAVES, jnp.uint8),
+        leaf_done=jnp.zeros(I.MAX_LEAVES, bool),
+        part_done=jnp.zeros(2, bool),
+    )
+
+
+def leaf_success(
+    verifier: I.VerifierState, instr: I.Instruction, world: GridState, action: jax.Array, dropped: jax.Array
+) -> jax.Array:
+    """Returns ``bool[4]``: whether each leaf would report success if evaluated now.
+
+    ``world`` is the state after the action, ``verifier.id_snapshot`` already refreshed for a ``drop`` and
+    ``dropped`` whether the action put the carried object down.
+    """
+    height, width = world.grid.shape[:2]
+    front = world.agent_pos + _DIR_TO_VEC[world.agent_dir]
+    fx, fy = jnp.clip(front[0], 0, width - 1), jnp.clip(front[1], 0, height - 1)
+    front_cell = world.grid[fy, fx]
+    carried = world.carrying[C.OBJ_ID].astype(jnp.int32)
+    pre = verifier.pre_carrying.astype(jnp.int32)
+    snapshot = verifier.id_snapshot.astype(jnp.int32)
+    first, second = verifier.obj_set[:, 0], verifier.obj_set[:, 1]  # [4, MAX_OBJECTS]
+
+    go_to = first[:, snapshot[fy, fx]]
+    door_open = (front_cell[C.TYPE] == C.DOOR) & (front_cell[C.STATE] == C.OPEN)
+    opened = (action == C.TOGGLE) & door_open & first[:, front_cell[C.OBJ_ID]]
+    picked = (action == C.PICKUP) & (pre == 0) & (carried != 0) & first[:, carried]
+    # the object carried at the leaf's previous evaluation was just dropped in front of the agent
+    around = jnp.stack([front + _DIR_TO_VEC[d] for d in range(4)])
+    ax, ay = jnp.clip(around[:, 0], 0, width - 1), jnp.clip(around[:, 1], 0, height - 1)
+    beside_fixed = jnp.any(second[:, snapshot[ay, ax]], axis=-1)
+    put = (action == C.DROP) & dropped & (pre != 0) & first[jnp.arange(I.MAX_LEAVES), pre] & beside_fixed
+
+    kind = instr.action
+    return (
+        ((kind == I.ACT_GOTO) & go_to)
+        | ((kind == I.ACT_OPEN) & opened)
+        | ((kind == I.ACT_PICKUP) & picked)
+        | ((kind == I.ACT_PUTNEXT) & put)
+    )
+
+
+def verify(
+    verifier: I.VerifierState, instr: I.Instruction, world: GridState, action: jax.Array, dropped: jax.Array
+) -> tuple[I.VerifierState, jax.Array]:
+    """One step of minigrid's ``update_objs_poss`` (on ``drop``) and ``instrs.verify(action)``.
+
+    ``world`` is the state after the action. Returns ``(verifier, success)``; ``success`` is ``bool[]``.
+    """
+    action = jnp.asarray(action, jnp.int32)
+    snapshot = jnp.where(action == C.DROP, world.grid[..., C.OBJ_ID], verifier.id_snapshot)
+    verifier = verifier.replace(id_snapshot=snapshot)
+    success = leaf_success(verifier, instr, world, action, dropped)
+
+    present = instr.action != I.ACT_NONE
+    part = jnp.asarray(_LEAF_PART)
+    is_seq = instr.seq != I.SEQ_NONE
+    first_part = jnp.where(instr.seq == I.SEQ_AFTER, 1, 0)
+    in_first = part == first_part
+    in_second = (part != first_part) & is_seq
+
+    def part_finished(done, in_part):
+        return jnp.all(done | ~present | ~in_part)
+
+    eval_first = present & in_first & ~verifier.leaf_done
+    done = verifier.leaf_done | (eval_first & success)
+    first_done = part_finished(done, in_first)
+    eval_second = present & in_second & ~done & first_done
+    done = done | (eval_second & success)
+    finished = first_done & (~is_seq | part_finished(done, in_second))
+
+    evaluated = eval_first | eval_second
+    carried = world.carrying[C.OBJ_ID]
+    verifier = verifier.replace(
+        pre_carrying=jnp.where(evaluated, carried, verifier.pre_carrying),
+        leaf_done=done,
+        part_done=jnp.stack([part_finished(done, part == 0), part_finished(done, part == 1)]),
+    )
+    return verifier, finished
