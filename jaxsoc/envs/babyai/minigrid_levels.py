@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 
+from jaxsoc.envs.babyai.instr import MAX_MISSION_TOKENS, BabyAIState
+
 PAPER_LEVELS = (
     "GoToObj",
     "GoToRedBallGrey",
@@ -74,3 +76,24 @@ def make_minigrid_level(name: str, seed: int | None = None):
     if seed is not None:
         env.reset(seed=seed)
     return env
+
+
+def sample_minigrid_levels(name: str, seeds) -> BabyAIState:
+    """Returns minigrid's levels ``name`` reset with each of ``seeds``, imported (``compat``) and stacked
+    along a leading axis; the ``mission`` tokens are left at 0 (statistics do not need them)."""
+    import jax
+    import numpy as np
+
+    from jaxsoc.envs.babyai.compat import instruction_from_minigrid
+    from jaxsoc.envs.gridworld.compat import grid_state_from_minigrid
+
+    env = make_minigrid_level(name)
+    levels = []
+    for seed in seeds:
+        env.reset(seed=int(seed))
+        instruction, verifier = instruction_from_minigrid(env)
+        world = grid_state_from_minigrid(env)
+        levels.append((world, instruction, verifier, np.int32(env.unwrapped.max_steps)))
+    world, instruction, verifier, max_steps = jax.tree.map(lambda *xs: np.stack(xs), *levels)
+    mission = np.zeros((len(levels), MAX_MISSION_TOKENS), np.uint8)
+    return BabyAIState(world=world, instr=instruction, verifier=verifier, max_steps=max_steps, mission=mission)

@@ -474,7 +474,7 @@ def add_locked_room(
     return state, color
 
 
-def _dilate(mask: jax.Array) -> jax.Array:
+def dilate(mask: jax.Array) -> jax.Array:
     padded = jnp.pad(mask, 1)
     return mask | padded[:-2, 1:-1] | padded[2:, 1:-1] | padded[1:-1, :-2] | padded[1:-1, 2:]
 
@@ -486,7 +486,7 @@ def flood_fill(passable: jax.Array, start: jax.Array) -> jax.Array:
 
     def grow(reach):
         for _ in range(4):
-            reach = reach | _dilate(reach & passable)
+            reach = reach | dilate(reach & passable)
         return reach
 
     def body(carry):

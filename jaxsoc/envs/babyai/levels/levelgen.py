@@ -118,7 +118,7 @@ def rand_instr(bits: RG.Bits, lay: RG.Layout, state: RG.RoomGridState, config: L
     def touching(types, colors, locs):
         move = RG.match_mask(lay, *pose, types[0], colors[0], locs[0])
         fixed = RG.match_mask(lay, *pose, types[1], colors[1], locs[1])
-        return jnp.any(move & RG._dilate(fixed))
+        return jnp.any(move & RG.dilate(fixed))
 
     touch = jax.vmap(touching)(desc_type, desc_color, desc_loc)
     accepted &= ~jnp.any((action == I.ACT_PUTNEXT) & touch)

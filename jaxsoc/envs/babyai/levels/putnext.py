@@ -45,7 +45,7 @@ def put_next(bits, lay):
     move = RG.match_mask(lay, *pose, types[a], colors[a], I.LOC_NONE)
     fixed = RG.match_mask(lay, *pose, types[b], colors[b], I.LOC_NONE)
     same = (types[a] == types[b]) & (colors[a] == colors[b])
-    adjacent = jnp.any(move & RG._dilate(fixed) & ~fixed)
+    adjacent = jnp.any(move & RG.dilate(fixed) & ~fixed)
     return state, instruction, RG.objects_reachable(state) & ~same & ~adjacent
 
 
