@@ -204,14 +204,15 @@ def format_table(rows: list[dict]) -> str:
         return "–" if x is None else format(x, fmt)
 
     lines = [
-        "| env | N | see through walls | jaxsoc steps/s | compile s | minigrid steps/s | × minigrid | "
+        "| env | N | see through walls | resets | jaxsoc steps/s | compile s | minigrid steps/s | × minigrid | "
         "xminigrid steps/s | × xminigrid |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['env']} | {r['num_envs']} | {'yes' if r['see_through_walls'] else 'no (minigrid occlusion)'} | "
-            f"{num(r['steps_per_s'])} | {num(r['compile_s'], '.1f')} | {num(r['minigrid_steps_per_s'], '.0f')} | "
+            f"{r.get('resets', 'every step')} | {num(r['steps_per_s'])} | {num(r['compile_s'], '.1f')} | "
+            f"{num(r['minigrid_steps_per_s'], '.0f')} | "
             f"{num(r['ratio_minigrid'], ',.0f')} | {num(r['xminigrid_steps_per_s'])} | "
             f"{num(r['ratio_xminigrid'], '.2f')} |"
         )

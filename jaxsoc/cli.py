@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsoc
+from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
 
 GPU_BENCH_ENVS = [
     "MiniGrid-Empty-8x8-v0",
@@ -19,6 +20,9 @@ GPU_BENCH_ENVS = [
     "MiniGrid-BlockedUnlockPickup-v0",
     "MiniGrid-FourRooms-v0",
 ]
+
+
+BABYAI_BENCH_ENVS = [f"BabyAI-{name}-v0" for name in PAPER_LEVELS]
 
 
 def _on_accelerator() -> bool:
@@ -111,10 +115,13 @@ def cmd_bench(args) -> int:
     from jaxsoc.benchmark import run_table
 
     gpu = _on_accelerator()
-    envs = args.envs or (GPU_BENCH_ENVS if gpu else GPU_BENCH_ENVS[:2])
+    babyai = args.suite == "babyai"
+    suite = BABYAI_BENCH_ENVS if babyai else GPU_BENCH_ENVS
+    envs = args.envs or (suite if gpu or babyai else suite[:2])
     sizes = args.num_envs or ([4**k for k in range(5, 10)] if gpu else [256, 1024, 4096])
     steps = args.steps or (1000 if gpu else 100)
-    modes = {"both": (True, False), "on": (True,), "off": (False,)}[args.see_through_walls]
+    occlusion = args.see_through_walls or ("off" if babyai else "both")
+    modes = {"both": (True, False), "on": (True,), "off": (False,)}[occlusion]
     rows = run_table(
         envs,
         sizes,
@@ -156,7 +163,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--num-envs", nargs="+", type=int)
     bench.add_argument("--steps", type=int)
     bench.add_argument("--repeats", type=int, default=3)
-    bench.add_argument("--see-through-walls", choices=["both", "on", "off"], default="both")
+    bench.add_argument(
+        "--suite",
+        choices=["classic", "babyai"],
+        default="classic",
+        help="classic MiniGrid envs, or the 19 BabyAI levels (resets pooled, minigrid occlusion)",
+    )
+    bench.add_argument(
+        "--see-through-walls", choices=["both", "on", "off"], help="default: both (classic), off (babyai)"
+    )
     bench.add_argument("--reference-seconds", type=float, default=5.0)
     bench.add_argument("--no-reference", action="store_true", help="skip the minigrid reference rate")
     bench.add_argument("--json", help="also write the rows as JSON")

@@ -192,3 +192,22 @@ PLANS = {
         ("pickup", "box"),
     ],
 }
+
+
+def scan_replayer(env, world_of=lambda state: state, params_axis=0):
+    """Returns ``replay(states, actions, params)``: a jitted, vmapped ``lax.scan`` of ``env.step_env`` over
+    ``actions`` ``int32[B, T]`` that outputs, per step, what ``record_episode`` records (image, direction,
+    reward, terminated, truncated, agent position, carried encoding, grid encoding). ``world_of`` maps the
+    env state to its ``GridState``; ``params_axis`` is ``None`` for one params shared by the batch."""
+    import jax
+
+    def replay(state, actions, params):
+        def body(state, action):
+            obs, state, reward, terminated, truncated, _ = env.step_env(jax.random.key(0), state, action, params)
+            world = world_of(state)
+            out = (obs["image"], obs["direction"], reward, terminated, truncated, world.agent_pos)
+            return state, out + (world.carrying[:3], world.grid[..., :3])
+
+        return jax.lax.scan(body, state, actions)[1]
+
+    return jax.jit(jax.vmap(replay, in_axes=(0, 0, params_axis)))

@@ -30,7 +30,7 @@ from minigrid.envs.babyai.core.verifier import (
     PutNextInstr,
 )
 from minigrid.utils.baby_ai_bot import BabyAIBot
-from minigrid_reference import INTERACT, UNIFORM, record_episode
+from minigrid_reference import INTERACT, UNIFORM, record_episode, scan_replayer
 
 import jaxsoc
 from jaxsoc.envs.babyai import language
@@ -75,27 +75,7 @@ def bot_actions(env, limit: int = BOT_STEPS) -> np.ndarray:
 
 @functools.cache
 def _replayer(name: str):
-    env = jaxsoc.make(f"BabyAI-{name}-v0")[0]
-
-    def replay(state, actions, params):
-        def body(state, action):
-            obs, state, reward, terminated, truncated, _ = env.step_env(jax.random.key(0), state, action, params)
-            world = state.world
-            out = (
-                obs["image"],
-                obs["direction"],
-                reward,
-                terminated,
-                truncated,
-                world.agent_pos,
-                world.carrying[:3],
-                world.grid[..., :3],
-            )
-            return state, out
-
-        return jax.lax.scan(body, state, actions)[1]
-
-    return jax.jit(jax.vmap(replay, in_axes=(0, 0, None)))
+    return scan_replayer(jaxsoc.make(f"BabyAI-{name}-v0")[0], world_of=lambda state: state.world, params_axis=None)
 
 
 def _stack(trees):

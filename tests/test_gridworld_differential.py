@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from minigrid_reference import INTERACT, PLANS, UNIFORM, make_reference, record_episode, solve
+from minigrid_reference import INTERACT, PLANS, UNIFORM, make_reference, record_episode, scan_replayer, solve
 
 import jaxsoc
 from jaxsoc.envs.gridworld.classic import CLASSIC_ENVS
@@ -41,26 +41,7 @@ def _env_for(name: str) -> GridEnvironment:
 
 @functools.cache
 def _replayer(name: str, num_steps: int):
-    env = _env_for(name)
-
-    def replay(state, actions, params):
-        def body(state, action):
-            obs, state, reward, terminated, truncated, _ = env.step_env(jax.random.key(0), state, action, params)
-            out = (
-                obs["image"],
-                obs["direction"],
-                reward,
-                terminated,
-                truncated,
-                state.agent_pos,
-                state.carrying[:3],
-                state.grid[..., :3],
-            )
-            return state, out
-
-        return jax.lax.scan(body, state, actions)[1]
-
-    return jax.jit(jax.vmap(replay))
+    return scan_replayer(_env_for(name))
 
 
 def _stack(trees):

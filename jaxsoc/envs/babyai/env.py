@@ -23,7 +23,7 @@ from jaxsoc.envs.babyai.levels.common import LevelGenerator
 from jaxsoc.envs.babyai.levels.common import max_steps as instruction_max_steps
 from jaxsoc.envs.gridworld import constants as C
 from jaxsoc.envs.gridworld.dynamics import success_reward, transition
-from jaxsoc.envs.gridworld.observation import observe
+from jaxsoc.envs.gridworld.observation import observation_space, observe
 
 
 def observe_babyai(state: I.BabyAIState, params: I.BabyAIParams) -> dict[str, jax.Array]:
@@ -88,15 +88,9 @@ class BabyAIEnvironment(Environment):
         return spaces.Discrete(C.NUM_ACTIONS)
 
     def observation_space(self, params=None) -> spaces.Dict:
-        params = self.default_params() if params is None else params
-        size = params.view_size
-        return spaces.Dict(
-            {
-                "image": spaces.Box(0, C.AGENT, (size, size, 3), jnp.uint8),
-                "direction": spaces.Discrete(4),
-                "mission": spaces.Box(0, len(language.VOCAB) - 1, (I.MAX_MISSION_TOKENS,), jnp.int32),
-            }
-        )
+        grid = observation_space(self.default_params() if params is None else params)
+        mission = spaces.Box(0, len(language.VOCAB) - 1, (I.MAX_MISSION_TOKENS,), jnp.int32)
+        return spaces.Dict({**grid.spaces, "mission": mission})
 
     def render(self, state: I.BabyAIState, params: I.BabyAIParams | None = None, tile_size: int = 32) -> jax.Array:
         """Returns the full-world RGB image ``uint8[H * tile, W * tile, 3]`` with the agent's view

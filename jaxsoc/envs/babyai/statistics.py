@@ -23,9 +23,9 @@ _SEQ_WORDS = {I.SEQ_BEFORE: "then", I.SEQ_AFTER: "after"}
 def level_statistics(state: I.BabyAIState) -> dict[str, list]:
     """Returns ``{statistic: [observation, ...]}`` for a batch of levels (leading axis ``N``).
 
-    Per level: ``shape`` (clauses per part and the sequence word, e.g. ``"C&C then C"``), ``doors``, ``locked``, ``objects`` (keys,
-    balls and boxes) and ``max_steps``; per leaf: ``action``; per used description: ``type``, ``color``,
-    ``loc`` and ``article`` (``"a"`` when it matched several objects).
+    Per level: ``shape`` (clauses per part and the sequence word, e.g. ``"C&C then C"``), ``doors``,
+    ``locked``, ``objects`` (keys, balls and boxes) and ``max_steps``; per leaf: ``action``; per used
+    description: ``type``, ``color``, ``loc`` and ``article`` (``"a"`` when it matched several objects).
     """
     action = np.asarray(state.instr.action)
     seq = np.asarray(state.instr.seq)

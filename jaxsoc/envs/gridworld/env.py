@@ -16,7 +16,7 @@ from jaxsoc.core import spaces
 from jaxsoc.core.env import Environment
 from jaxsoc.envs.gridworld import constants as C
 from jaxsoc.envs.gridworld.dynamics import Transition, success_reward, transition
-from jaxsoc.envs.gridworld.observation import observe
+from jaxsoc.envs.gridworld.observation import observation_space, observe
 from jaxsoc.envs.gridworld.state import GridParams, GridState
 
 
@@ -70,14 +70,7 @@ class GridEnvironment(Environment):
         return spaces.Discrete(C.NUM_ACTIONS)
 
     def observation_space(self, params=None) -> spaces.Dict:
-        params = self.default_params() if params is None else params
-        size = params.view_size
-        return spaces.Dict(
-            {
-                "image": spaces.Box(0, C.AGENT, (size, size, 3), jnp.uint8),
-                "direction": spaces.Discrete(4),
-            }
-        )
+        return observation_space(self.default_params() if params is None else params)
 
     def render(self, state: GridState, params: GridParams | None = None, tile_size: int = 32) -> jax.Array:
         """Returns the full-world RGB image ``uint8[H * tile, W * tile, 3]`` with the agent's view

@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxsoc.core import spaces
 from jaxsoc.envs.gridworld import constants as C
 from jaxsoc.envs.gridworld.state import GridParams, GridState
 
@@ -79,3 +80,9 @@ def observe(state: GridState, params: GridParams) -> dict[str, jax.Array]:
         image = jnp.where(process_vis(opaque)[..., None], view, jnp.uint8(0))
     image = image.at[size // 2, size - 1].set(state.carrying[:3])
     return {"image": image, "direction": state.agent_dir}
+
+
+def observation_space(params: GridParams) -> spaces.Dict:
+    """Returns the space of ``observe``: ``image`` ``uint8[V, V, 3]`` and ``direction`` in ``0..3``."""
+    size = params.view_size
+    return spaces.Dict({"image": spaces.Box(0, C.AGENT, (size, size, 3), jnp.uint8), "direction": spaces.Discrete(4)})
