@@ -7,12 +7,12 @@ drawn by rejection sampling (a BossLevel reset costs about 100 steps).
 
 ``batched_step(env)`` returns a step for a whole batch: it steps every world, counts the ``d`` worlds
 whose episode ended, and generates a *pool* of fresh levels of the smallest size in ``pool_fractions``
-(times the batch size) that holds ``d``, or a full batch if none does. The ``k``-th ended world takes the
-``k``-th level of the pool. The choice of pool size is a ``lax.switch`` outside ``vmap``, so only one
-size runs. Every ended episode still gets its own independently generated level, so the episode
-distribution is exactly ``env.step``'s; only the random stream differs. Inside an outer ``vmap`` (e.g.
-over training seeds) the switch becomes a select over all sizes, which costs more than it saves: vmap
-``env.step`` there, or pass ``pool_fractions=()``.
+(times the batch size) that holds ``d``, or a full batch if none does (nothing when ``d = 0``). The
+``k``-th ended world takes the ``k``-th level of the pool. The choice of pool size is a ``lax.switch``
+outside ``vmap``, so only one size runs. Every ended episode still gets its own independently generated
+level, so the episode distribution is exactly ``env.step``'s; only the random stream differs. Inside an
+outer ``vmap`` (e.g. over training seeds) the switch becomes a select over all sizes, which costs more
+than it saves: vmap ``env.step`` there, or pass ``pool_fractions=()``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import jax.numpy as jnp
 
 from jaxsoc.core.env import Environment
 
-DEFAULT_POOL_FRACTIONS = (1 / 64, 1 / 16, 1 / 4)
+DEFAULT_POOL_FRACTIONS = (1 / 256, 1 / 32, 1 / 4)
 
 
 def _select(done: jax.Array, on_done: Any, otherwise: Any) -> Any:
@@ -62,6 +62,9 @@ def batched_step(
         sizes = pool_sizes(num_envs, pool_fractions)
 
         def fresh(size):
+            if size == 0:  # no episode ended: generate nothing
+                return lambda _: (obs, stepped)
+
             def generate(_):
                 keys = jax.random.split(key_reset, size)
                 pool = jax.vmap(env.reset_env, in_axes=(0, None))(keys, params)
@@ -70,6 +73,7 @@ def batched_step(
 
             return generate
 
+        sizes = [0, *sizes]
         branch = jnp.sum(jnp.sum(done) > jnp.asarray(sizes[:-1], jnp.int32))
         new_obs, new_states = jax.lax.switch(branch, [fresh(s) for s in sizes], None)
         info = dict(info, final_observation=obs, final_state=stepped)

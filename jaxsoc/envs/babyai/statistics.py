@@ -16,15 +16,32 @@ import numpy as np
 from jaxsoc.envs.babyai import instr as I
 from jaxsoc.envs.gridworld import constants as C
 
-STATISTICS = ("shape", "action", "type", "color", "loc", "article", "doors", "locked", "objects", "max_steps")
+STATISTICS = (
+    "shape",
+    "action",
+    "type",
+    "color",
+    "loc",
+    "article",
+    "doors",
+    "locked",
+    "objects",
+    "max_steps",
+    "agent_room",
+    "agent_dir",
+)
+# minigrid 3.2.0 adds distractors to the locked room of these levels (its ``is`` bug, see the README); jaxsoc
+# follows the paper, so their object counts differ on purpose
+KNOWN_DIFFERENCES = {"Unlock": ("objects",), "GoToImpUnlock": ("objects",)}
 _SEQ_WORDS = {I.SEQ_BEFORE: "then", I.SEQ_AFTER: "after"}
 
 
-def level_statistics(state: I.BabyAIState) -> dict[str, list]:
+def level_statistics(state: I.BabyAIState, room_size: int) -> dict[str, list]:
     """Returns ``{statistic: [observation, ...]}`` for a batch of levels (leading axis ``N``).
 
     Per level: ``shape`` (clauses per part and the sequence word, e.g. ``"C&C then C"``), ``doors``,
-    ``locked``, ``objects`` (keys, balls and boxes) and ``max_steps``; per leaf: ``action``; per used
+    ``locked``, ``objects`` (keys, balls and boxes), ``max_steps``, ``agent_room`` (``"column,row"`` of the
+    room grid with rooms of side ``room_size``) and ``agent_dir``; per leaf: ``action``; per used
     description: ``type``, ``color``, ``loc`` and ``article`` (``"a"`` when it matched several objects).
     """
     action = np.asarray(state.instr.action)
@@ -42,6 +59,9 @@ def level_statistics(state: I.BabyAIState) -> dict[str, list]:
         out["locked"].append(int((doors & (door_states[n] == C.LOCKED)).sum()))
         out["objects"].append(int(np.isin(kinds[n], (C.KEY, C.BALL, C.BOX)).sum()))
         out["max_steps"].append(int(np.asarray(state.max_steps)[n]))
+        x, y = (int(v) // (room_size - 1) for v in np.asarray(state.world.agent_pos)[n])
+        out["agent_room"].append(f"{x},{y}")
+        out["agent_dir"].append(int(np.asarray(state.world.agent_dir)[n]))
         for k in range(I.MAX_LEAVES):
             if not action[n, k]:
                 continue
