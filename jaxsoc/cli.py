@@ -137,6 +137,55 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_demos(args) -> int:
+    from jaxsoc.data import write_demos
+    from jaxsoc.envs.babyai import ALIASES, LEVELS
+
+    if args.env not in LEVELS and args.env not in ALIASES:
+        levels = ", ".join(sorted([*LEVELS, *ALIASES]))
+        print(
+            f"jaxsoc demos: --env must be a BabyAI level (the bot plays BabyAI), got {args.env!r}; one of: {levels}",
+            file=sys.stderr,
+        )
+        return 2
+    for flag, value in (
+        ("--episodes", args.episodes),
+        ("--num-envs", args.num_envs),
+        ("--shard-episodes", args.shard_episodes),
+    ):
+        if value < 1:
+            print(f"jaxsoc demos: {flag} must be a positive integer, got {value}", file=sys.stderr)
+            return 2
+    from jaxsoc.envs.babyai import bot
+
+    try:
+        manifest = write_demos(
+            args.env,
+            args.out,
+            args.episodes,
+            expert_init=bot.bot_init,
+            expert_act=bot.bot_act,
+            expert_failed=lambda s: s.failed,
+            expert_name="babyai-bot",
+            num_envs=args.num_envs,
+            seed=args.seed,
+            shard_episodes=args.shard_episodes,
+            keep_failed=args.keep_failed,
+        )
+    except ValueError as error:  # e.g. resuming into a directory written with other settings
+        print(f"jaxsoc demos: {error}", file=sys.stderr)
+        return 2
+    import json
+
+    totals = json.loads(manifest.read_text())["totals"]
+    print(
+        f"{args.env}: {totals['successes']:,} of {totals['generated']:,} episodes successful "
+        f"({totals['expert_failures']:,} bot failures); stored {totals['episodes']:,} episodes, {totals['steps']:,} "
+        f"steps in {totals['shards']} shards ({totals['bytes'] / 2**20:.1f} MiB) -> {manifest}"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxsoc", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -176,6 +225,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-reference", action="store_true", help="skip the minigrid reference rate")
     bench.add_argument("--json", help="also write the rows as JSON")
     bench.set_defaults(func=cmd_bench)
+
+    demos = sub.add_parser("demos", help="write a BabyAI bot demonstration dataset (sharded, resumable)")
+    demos.add_argument("--env", required=True, help="a BabyAI level, e.g. BabyAI-GoToLocal-v0")
+    demos.add_argument("--episodes", type=int, required=True, help="episodes to generate")
+    demos.add_argument("--out", required=True, help="dataset directory; rerun the same command to resume")
+    demos.add_argument("--num-envs", type=int, default=4096, help="worlds run at once")
+    demos.add_argument("--seed", type=int, default=0)
+    demos.add_argument("--shard-episodes", type=int, default=10_000, help="episode indices per shard file")
+    demos.add_argument("--keep-failed", action="store_true", help="also store episodes the bot did not solve")
+    demos.set_defaults(func=cmd_demos)
     return parser
 
 
