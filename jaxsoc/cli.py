@@ -115,6 +115,21 @@ def cmd_bench(args) -> int:
     from jaxsoc.benchmark import run_table
 
     gpu = _on_accelerator()
+    if args.suite == "bot":
+        from jaxsoc.bot_benchmark import run_bot_table
+
+        rows = run_bot_table(
+            args.envs or (BABYAI_BENCH_ENVS if gpu else ["BabyAI-GoToLocal-v0", "BabyAI-BossLevel-v0"]),
+            args.num_envs or ([4096, 16384, 65536] if gpu else [64, 256]),
+            args.steps or (256 if gpu else 64),
+            repeats=args.repeats,
+            reference_seconds=0 if args.no_reference else args.reference_seconds,
+        )
+        if args.json:
+            import json
+
+            Path(args.json).write_text(json.dumps(rows, indent=2))
+        return 0
     babyai = args.suite == "babyai"
     suite = BABYAI_BENCH_ENVS if babyai else GPU_BENCH_ENVS
     envs = args.envs or (suite if gpu or babyai else suite[:2])
@@ -214,9 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=3)
     bench.add_argument(
         "--suite",
-        choices=["classic", "babyai"],
+        choices=["classic", "babyai", "bot"],
         default="classic",
-        help="classic MiniGrid envs, or the 19 BabyAI levels (resets pooled, minigrid occlusion)",
+        help="classic MiniGrid envs, the 19 BabyAI levels (resets pooled, minigrid occlusion), or the BabyAI bot "
+        "(bot steps/s against minigrid's BabyAIBot)",
     )
     bench.add_argument(
         "--see-through-walls", choices=["both", "on", "off"], help="default: both (classic), off (babyai)"

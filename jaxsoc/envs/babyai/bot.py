@@ -522,8 +522,9 @@ def _explore(state: I.BabyAIState, bot: BotState, facts: Facts) -> Outcome:
     )
 
 
-def _replan_before(state: I.BabyAIState, bot: BotState, facts: Facts) -> Outcome:
-    """One ``replan_before_action`` of the top subgoal."""
+def _replan_before(state: I.BabyAIState, bot: BotState, facts: Facts, explore: Outcome) -> Outcome:
+    """One ``replan_before_action`` of the top subgoal (``explore``: the Explore subgoal's outcome, which
+    depends only on the step's state)."""
     top = bot.sp - 1
     kind, reason, dkind, datum = bot.kind[top], bot.reason[top], bot.dkind[top], bot.datum[top]
     fwd_cell = facts.fwd_cell
@@ -534,7 +535,7 @@ def _replan_before(state: I.BabyAIState, bot: BotState, facts: Facts) -> Outcome
         outcome(C.TOGGLE, fail=~_open_door(fwd_cell)),  # Close
         outcome(C.PICKUP, fail=carrying),  # Pickup
         outcome(C.DROP, fail=~carrying | ~_empty(fwd_cell)),  # Drop
-        _explore(state, bot, facts),
+        explore,
     ]
     return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs)[kind], *options)
 
@@ -621,6 +622,7 @@ def bot_act(
         return (b.sp > 0) & ((b.kind[top] == EXPLORE) | ((b.kind[top] == GO_NEXT_TO) & (b.reason[top] == R_EXPLORE)))
 
     bot = jax.lax.while_loop(exploratory, lambda b: b.replace(sp=b.sp - 1), bot)
+    explore = _explore(state, bot, facts)
 
     def more(carry):
         b, action, rounds = carry
@@ -628,7 +630,7 @@ def bot_act(
 
     def round_(carry):
         b, _, rounds = carry
-        result = _replan_before(state, b, facts)
+        result = _replan_before(state, b, facts, explore)
         b = b.replace(sp=b.sp - result.pop.astype(jnp.int32), failed=b.failed | result.fail)
         b = _push(b, result.push)
         return b, jnp.where(result.fail, -1, result.action), rounds + 1

@@ -69,6 +69,32 @@ class Sweep:
     source: jax.Array
 
 
+# A visited cell is one int32 word: order (11 bits, the search key while in the frontier) | heading (2) |
+# first step (9) | source (9). Grids of at most 511 cells (BabyAI's largest is 22 x 22 = 484).
+MAX_CELLS = 511
+_INVALID = np.int32(2**31 - 1)
+
+
+def _pack(order, heading, first, source) -> jax.Array:
+    return (order << 20) | (heading << 18) | ((first & 511) << 9) | source
+
+
+def _dense_rank(key: jax.Array, valid: jax.Array, key_space: int) -> jax.Array:
+    """Returns ``int32[H, W]``: each valid cell's rank among the valid cells by ``key`` (unique keys in
+    ``[0, key_space)``). Keys are set as bits of ``ceil(key_space / 32)`` words; a rank is the population
+    count below the key (a prefix over words by a small triangular matmul: ``cumsum`` is slow here)."""
+    num_words = -(-key_space // 32)
+    word = jnp.where(valid, key >> 5, num_words)
+    bit = (key & 31).astype(jnp.uint32)
+    words = jnp.zeros(num_words, jnp.uint32).at[word].add(jnp.left_shift(jnp.uint32(1), bit), mode="drop")
+    counts = jax.lax.population_count(words).astype(jnp.float32)
+    before = jnp.asarray(np.triu(np.ones((num_words, num_words), np.float32), k=1))  # [w', w]: w' < w
+    prefix = jnp.dot(counts, before, precision=jax.lax.Precision.HIGHEST).astype(jnp.int32)
+    safe_word = jnp.minimum(word, num_words - 1)
+    below = words[safe_word] & (jnp.left_shift(jnp.uint32(1), bit) - jnp.uint32(1))
+    return prefix[safe_word] + jax.lax.population_count(below).astype(jnp.int32)
+
+
 def visit_order(expands: jax.Array, start: Sweep) -> Sweep:
     """Runs the reference BFS to exhaustion from the start cells of ``start`` (``order < UNVISITED``,
     already ordered densely from 0, with their headings).
@@ -78,52 +104,54 @@ def visit_order(expands: jax.Array, start: Sweep) -> Sweep:
         start: the start cells (depth 0).
 
     Returns:
-        The ``Sweep`` of every visited cell. A bounded ``while_loop`` of at most ``H * W`` layers.
+        The ``Sweep`` of every visited cell. A bounded ``while_loop`` of at most ``H * W`` layers; each
+        layer shifts one packed word per direction, keeps the smallest (parent order, expansion slot), and
+        ranks the new cells densely with a counting pass over the ``4 * H * W`` keys.
     """
     height, width = expands.shape
+    if height * width > MAX_CELLS:
+        raise ValueError(f"the bot's search supports grids of at most {MAX_CELLS} cells, got {height}x{width}")
     cells = jnp.arange(height * width, dtype=jnp.int32).reshape(height, width)
     key_space = 4 * height * width
-    slot_table = jnp.asarray(EXPANSION_SLOT)
+    slot_tables = [jnp.asarray(EXPANSION_SLOT[:, move]) for move in range(4)]
 
     def layer(carry):
-        sweep, frontier, count, depth = carry
-        visited = sweep.order < UNVISITED
-        grows = frontier & expands
-        best_key = jnp.full((height, width), key_space, jnp.int32)
-        best_move = jnp.zeros((height, width), jnp.int32)
-        inherited_first = jnp.full((height, width), -1, jnp.int32)
-        inherited_source = jnp.zeros((height, width), jnp.int32)
+        words, depth_map, frontier, count, depth = carry
+        visited = words != _INVALID
+        best = jnp.full((height, width), _INVALID, jnp.int32)
         for move, (dx, dy) in enumerate(DIR_VECS.tolist()):
-            parent_grows = shift(grows, dx, dy, False)
-            parent_order = shift(sweep.order, dx, dy, 0)
-            parent_heading = shift(sweep.heading, dx, dy, 0)
-            key = jnp.where(parent_grows & ~visited, parent_order * 4 + slot_table[parent_heading, move], key_space)
-            better = key < best_key
-            parent_first = shift(sweep.first, dx, dy, -1)
-            best_key = jnp.where(better, key, best_key)
-            best_move = jnp.where(better, move, best_move)
-            inherited_first = jnp.where(better, jnp.where(depth == 0, cells, parent_first), inherited_first)
-            inherited_source = jnp.where(better, shift(sweep.source, dx, dy, 0), inherited_source)
-        new = best_key < key_space
-        occupied = jnp.zeros(key_space + 1, jnp.int32).at[jnp.where(new, best_key, key_space)].set(1)
-        rank = jnp.cumsum(occupied)[best_key] - 1
-        sweep = Sweep(
-            order=jnp.where(new, count + rank, sweep.order),
-            depth=jnp.where(new, depth + 1, sweep.depth),
-            heading=jnp.where(new, best_move, sweep.heading),
-            first=jnp.where(new, inherited_first, sweep.first),
-            source=jnp.where(new, inherited_source, sweep.source),
-        )
-        return sweep, new, count + jnp.sum(new, dtype=jnp.int32), depth + 1
+            parent = shift(frontier, dx, dy, _INVALID)
+            key = (parent >> 20) * 4 + slot_tables[move][(parent >> 18) & 3]
+            candidate = (key << 20) | (move << 18) | (parent & 0x3FFFF)
+            best = jnp.where((parent != _INVALID) & ~visited, jnp.minimum(best, candidate), best)
+        new = best != _INVALID
+        key = best >> 20
+        order = count + _dense_rank(key, new, key_space)
+        first = jnp.where(depth == 0, cells, (best >> 9) & 511)
+        word = _pack(order, (best >> 18) & 3, first, best & 511)
+        words = jnp.where(new, word, words)
+        depth_map = jnp.where(new, depth + 1, depth_map)
+        frontier = jnp.where(new & expands, word, _INVALID)
+        return words, depth_map, frontier, count + jnp.sum(new, dtype=jnp.int32), depth + 1
 
     def more(carry):
-        _, frontier, _, depth = carry
-        return jnp.any(frontier) & (depth < height * width)
+        return jnp.any(carry[2] != _INVALID) & (carry[4] < height * width)
 
-    frontier = start.order < UNVISITED
-    count = jnp.sum(frontier, dtype=jnp.int32)
-    sweep, _, _, _ = jax.lax.while_loop(more, layer, (start, frontier, count, jnp.int32(0)))
-    return sweep
+    started = start.order < UNVISITED
+    words = jnp.where(started, _pack(start.order, start.heading, start.first, start.source), _INVALID)
+    frontier = jnp.where(started & expands, words, _INVALID)
+    count = jnp.sum(started, dtype=jnp.int32)
+    carry = (words, start.depth, frontier, count, jnp.int32(0))
+    words, depth_map, _, _, _ = jax.lax.while_loop(more, layer, carry)
+    visited = words != _INVALID
+    first = (words >> 9) & 511
+    return Sweep(
+        order=jnp.where(visited, words >> 20, UNVISITED),
+        depth=depth_map,
+        heading=(words >> 18) & 3,
+        first=jnp.where(visited & (first != 511), first, -1),
+        source=words & 511,
+    )
 
 
 @struct.dataclass
