@@ -183,6 +183,35 @@ def test_stored_episodes_replay_to_the_recorded_outcome(dataset, replayer):
     assert outcomes == {"success", "expert failed", "truncated"}
 
 
+def test_bot_demonstrations_replay_to_success(tmp_path, replayer):
+    """The real expert: every level of a small bot dataset is solved, and its stored actions replay to the
+    stored success, reward and observations."""
+    from jaxsoc.envs.babyai import bot
+
+    directory = collect(
+        tmp_path,
+        episodes=NUM_ENVS,
+        expert_init=bot.bot_init,
+        expert_act=bot.bot_act,
+        expert_failed=lambda b: b.failed,
+        expert_name="babyai-bot",
+        keep_failed=False,
+    )
+    data = DemoDataset(directory)
+    assert len(data) == NUM_ENVS and data.manifest["totals"]["expert_failures"] == 0
+    episodes = [data.episode(k) for k in range(len(data))]
+    actions = np.zeros((32, 64), np.int32)
+    indices = np.zeros(32, np.int32)
+    for k, e in enumerate(episodes):
+        actions[k, : e["length"]], indices[k] = e["action"], e["seed"]
+    _, image, _, success, _, _, reward = jax.device_get(replayer(indices, actions))
+    for k, e in enumerate(episodes):
+        n = int(e["length"])
+        assert e["success"] and success[k, n - 1] and not success[k, : n - 1].any()
+        assert reward[k, :n].sum() == pytest.approx(float(e["reward"]))
+        np.testing.assert_array_equal(image[k, :n], e["image"])
+
+
 # -- resumption ------------------------------------------------------------------------------------------
 def test_resume_after_a_shorter_run_is_byte_identical(full, tmp_path):
     collect(tmp_path, episodes=SHARD_EPISODES)  # the first shard only
