@@ -361,6 +361,13 @@ def _find_obj_pos(
     return jnp.any(reachable), cell
 
 
+def _setting_aside(drop_cell, *middle) -> Pushes:
+    """Returns the subgoals that drop the carried object at ``drop_cell``, do ``middle`` (bottom first), then
+    go back for the object and pick it up again."""
+    keep = goal(GO_NEXT_TO, R_NONE, D_CELL, drop_cell)
+    return pushes(goal(PICKUP), keep, *middle, goal(DROP), keep)
+
+
 def _go_next_to(state: I.BabyAIState, bot: BotState, facts: Facts, reason, dkind, datum) -> Outcome:
     grid, pos, fwd = facts.grid, facts.pos, facts.fwd
     width = grid.shape[1]
@@ -404,15 +411,12 @@ def _go_next_to(state: I.BabyAIState, bot: BotState, facts: Facts, reason, dkind
     carrying = facts.carrying != 0
     drop_cur, drop_block = facts.drop_pos, facts.drop_pos_block
     fwd_flat = _flat(fwd, width)
-    unblock_carrying = pushes(
-        goal(PICKUP),
-        goal(GO_NEXT_TO, R_NONE, D_CELL, drop_cur),
+    unblock_carrying = _setting_aside(
+        drop_cur,
         goal(DROP),
         goal(GO_NEXT_TO, R_NONE, D_CELL, drop_block),
         goal(PICKUP),
         goal(GO_NEXT_TO, R_NONE, D_CELL, fwd_flat),
-        goal(DROP),
-        goal(GO_NEXT_TO, R_NONE, D_CELL, drop_cur),
     )
     unblock = pushes(goal(DROP), goal(GO_NEXT_TO, R_NONE, D_CELL, drop_cur), goal(PICKUP))
     step = next_xy - pos
@@ -470,19 +474,14 @@ def _open(bot: BotState, facts: Facts, reason) -> Outcome:
     carrying = facts.carrying != 0
     fwd_flat = _flat(facts.fwd, width)
     drop_cur = facts.drop_pos
-    fetch_while_carrying = pushes(
-        goal(PICKUP),
-        goal(GO_NEXT_TO, R_NONE, D_CELL, drop_cur),
+    fetch_key = (
         goal(OPEN),
         goal(GO_NEXT_TO, R_NONE, D_CELL, fwd_flat),
         goal(PICKUP),
         goal(GO_NEXT_TO, R_NONE, D_KEY, colour),
-        goal(DROP),
-        goal(GO_NEXT_TO, R_NONE, D_CELL, drop_cur),
     )
-    fetch = pushes(
-        goal(OPEN), goal(GO_NEXT_TO, R_NONE, D_CELL, fwd_flat), goal(PICKUP), goal(GO_NEXT_TO, R_NONE, D_KEY, colour)
-    )
+    fetch_while_carrying = _setting_aside(drop_cur, *fetch_key)
+    fetch = pushes(*fetch_key)
     return _choose(
         [
             (~is_door, outcome(fail=True)),
