@@ -80,3 +80,86 @@ def generated_states(env: BabyAIEnvironment, params, key: jax.Array, num_worlds:
     """Returns ``num_worlds`` freshly generated levels (a batched ``BabyAIState``)."""
     _, states = jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(key, num_worlds), params)
     return states
+
+
+@struct.dataclass
+class _Stream:
+    states: object
+    bots: B.BotState
+    obs: dict
+    episode: jax.Array  # int32[W] index of the episode each world plays (>= total: a spare world)
+    length: jax.Array  # int32[W]
+    next_episode: jax.Array  # int32[] index the next fresh level gets
+
+
+def _stream_chunk(env: BabyAIEnvironment, params, key: jax.Array, stream: _Stream, num_steps: int):
+    """Plays ``num_steps`` steps of every world; a world whose episode ended starts episode
+    ``next_episode + k`` (its level from ``fold_in(key, index)``). Returns the new stream and, per step and
+    world, ``(ended, episode, success, length, failed)``."""
+    act = jax.vmap(B.bot_act, in_axes=(None, 0, 0, 0))
+    step = jax.vmap(env.step_env, in_axes=(None, 0, 0, None))
+    init = jax.vmap(B.bot_init, in_axes=(None, 0))
+    reset = jax.vmap(lambda i: env.reset_env(jax.random.fold_in(key, i), params))
+
+    def body(s: _Stream, _):
+        action, bots = act(params, s.bots, s.states, s.obs)
+        failed = bots.failed
+        obs, states, reward, terminated, truncated, _ = step(key, s.states, action, params)
+        length = s.length + ~failed
+        ended = failed | terminated | truncated
+        record = (ended, s.episode, ~failed & terminated & (reward > 0), length, failed)
+        fresh = s.next_episode + jnp.cumsum(ended) - 1
+        new_obs, new_states = reset(fresh)
+        new_bots = init(params, new_states)
+        pick = lambda a, b: jax.tree_util.tree_map(  # noqa: E731
+            lambda x, y: jnp.where(ended.reshape((-1,) + (1,) * (x.ndim - 1)), x, y), a, b
+        )
+        s = _Stream(
+            states=pick(new_states, states),
+            bots=pick(new_bots, bots),
+            obs=pick(new_obs, obs),
+            episode=jnp.where(ended, fresh, s.episode),
+            length=jnp.where(ended, 0, length),
+            next_episode=s.next_episode + jnp.sum(ended, dtype=jnp.int32),
+        )
+        return s, record
+
+    return jax.lax.scan(body, stream, None, length=num_steps)
+
+
+def bot_stream(env: BabyAIEnvironment, params, key: jax.Array, num_episodes: int, num_worlds: int, chunk: int = 32):
+    """Plays episodes ``0 .. num_episodes - 1`` (episode ``i`` on the level of ``fold_in(key, i)``) with the
+    bot in ``num_worlds`` worlds that start the next level as soon as theirs ended, so no world idles.
+    Returns numpy ``(success bool[E], length int32[E], failed bool[E], world_steps)``; an episode ends at
+    success, truncation (``max_steps``) or when the bot gives up, so the host loop is bounded."""
+    import numpy as np
+
+    num_worlds = min(num_worlds, num_episodes)
+    obs, states = jax.vmap(lambda i: env.reset_env(jax.random.fold_in(key, i), params))(jnp.arange(num_worlds))
+    stream = _Stream(
+        states=states,
+        bots=jax.vmap(B.bot_init, in_axes=(None, 0))(params, states),
+        obs=obs,
+        episode=jnp.arange(num_worlds, dtype=jnp.int32),
+        length=jnp.zeros(num_worlds, jnp.int32),
+        next_episode=jnp.int32(num_worlds),
+    )
+    run = jax.jit(_stream_chunk, static_argnums=(0, 4))
+    success = np.zeros(num_episodes, bool)
+    length = np.zeros(num_episodes, np.int32)
+    failed = np.zeros(num_episodes, bool)
+    done = np.zeros(num_episodes, bool)
+    world_steps = 0
+    while not done.all():
+        stream, (ended, episode, won, steps, gave_up) = run(env, params, key, stream, chunk)
+        ended, episode = np.asarray(ended), np.asarray(episode)
+        mine = ended & (episode < num_episodes)
+        index = episode[mine]
+        success[index], length[index], failed[index] = (
+            np.asarray(won)[mine],
+            np.asarray(steps)[mine],
+            np.asarray(gave_up)[mine],
+        )
+        done[index] = True
+        world_steps += chunk * num_worlds
+    return success, length, failed, world_steps
