@@ -22,7 +22,8 @@ after the previous call (``-1`` = the suggestion was followed); the bot plans to
 ``replan(action_taken)`` does. It can also start from any state (``bot_init`` on a mid-episode state).
 
 Known difference: the reference snapshots the positions of the keys it looks for when it decides to fetch
-one; jaxsoc reads their current positions (they differ only if such a key was moved in between).
+one; jaxsoc reads their current positions (they differ only if such a key was moved in between). minigrid's
+pairing of a description's objects with stale positions after a drop is reproduced (see ``_find_obj_pos``).
 """
 
 from __future__ import annotations
@@ -338,27 +339,58 @@ def _facts(state: I.BabyAIState, seen: jax.Array, view_size: int) -> Facts:
 # the subgoals' replan_before_action
 
 
+def _scan_rank(mask: jax.Array) -> jax.Array:
+    """Returns ``int32[H, W]``: for every cell, how many ``mask`` cells come before it in minigrid's
+    x-major scan (``for x: for y:``); two small triangular matmuls instead of a 484-long ``cumsum``."""
+    height, width = mask.shape
+    by_column = mask.T.astype(jnp.float32)  # [W, H]
+    exact = jax.lax.Precision.HIGHEST
+    within = jnp.dot(by_column, jnp.asarray(np.triu(np.ones((height, height), np.float32), k=1)), precision=exact)
+    totals = by_column.sum(axis=1)
+    before = jnp.dot(totals, jnp.asarray(np.triu(np.ones((width, width), np.float32), k=1)), precision=exact)
+    return (within + before[:, None]).T.astype(jnp.int32)
+
+
 def _find_obj_pos(
     state: I.BabyAIState, bot: BotState, facts: Facts, dkind, datum, adjacent
-) -> tuple[jax.Array, jax.Array]:
-    """The reference ``_find_obj_pos``: the seen matching object with the smallest estimated distance
-    (ties: first in minigrid's scan order). Returns ``(found, flat cell)``."""
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The reference ``_find_obj_pos``: the seen matching object with the smallest estimated distance.
+
+    minigrid iterates over a description's ``obj_set`` (reset scan order) and reads the ``i``-th position
+    of ``obj_poss``, which every ``drop`` rebuilds in the *current* scan order of the tracked objects left
+    in the grid; so after objects moved, object ``i`` is paired with another object's cell (and a carried
+    ``obj_set[i]`` skips that cell). That pairing is reproduced: candidate cells are the snapshot cells of
+    tracked objects; the ``i``-th in scan order stands for the ``i``-th object in reset order; ties go to
+    the earlier ``i``. Keys to fetch (``D_KEY``) are matched on the current grid.
+
+    Returns ``(found, flat cell, object id)`` (the id is ``obj_set[i]``, the reference's ``target_obj``).
+    """
     grid = facts.grid
     height, width = grid.shape[:2]
+    ids = grid[..., C.OBJ_ID].astype(jnp.int32)
     snapshot = state.verifier.id_snapshot.astype(jnp.int32)
-    obj_set = state.verifier.obj_set.reshape(-1, I.MAX_OBJECTS)[jnp.clip(datum, 0, 2 * I.MAX_LEAVES - 1)]
-    in_desc = obj_set[snapshot] & (snapshot != facts.carrying)
-    ys, xs = jnp.meshgrid(jnp.arange(height), jnp.arange(width), indexing="ij")
+    tracked = state.verifier.obj_set.reshape(-1, I.MAX_OBJECTS)[jnp.clip(datum, 0, 2 * I.MAX_LEAVES - 1)]
     is_key = (grid[..., C.TYPE] == C.KEY) & (grid[..., C.COLOR] == datum)
-    candidates = jnp.where(dkind == D_KEY, is_key, in_desc) & bot.seen
-    order = jnp.where(dkind == D_KEY, xs * height + ys, bot.rank[snapshot])
+    is_desc = dkind != D_KEY
+    cells = jnp.where(is_desc, tracked[snapshot], is_key)
+    index = _scan_rank(cells)  # i of each candidate cell
+    # the id of the i-th tracked object in reset scan order
+    rank = jnp.where(tracked, bot.rank, jnp.iinfo(jnp.int32).max)
+    reset_index = jnp.sum(rank[None, :] < rank[:, None], axis=1)  # [MAX_OBJECTS]
+    id_at = (
+        jnp.zeros(I.MAX_OBJECTS, jnp.int32)
+        .at[jnp.where(tracked, reset_index, I.MAX_OBJECTS)]
+        .set(jnp.arange(I.MAX_OBJECTS, dtype=jnp.int32), mode="drop")
+    )
+    paired = jnp.where(is_desc, id_at[jnp.clip(index, 0, I.MAX_OBJECTS - 1)], ids)
+    candidates = cells & (paired != facts.carrying) & bot.seen
     distance = facts.distance
     distance = jnp.where(distance == 0, jnp.where(adjacent, 3, 2), distance)
     distance = jnp.where(adjacent & (distance == 1), 3, distance)
     reachable = candidates & (distance < S.UNVISITED)
-    score = jnp.where(reachable, distance * (height * width + 1) + order, jnp.iinfo(jnp.int32).max).ravel()
+    score = jnp.where(reachable, distance * (height * width + 1) + index, jnp.iinfo(jnp.int32).max).ravel()
     cell = jnp.argmin(score).astype(jnp.int32)
-    return jnp.any(reachable), cell
+    return jnp.any(reachable), cell, paired.ravel()[cell]
 
 
 def _setting_aside(drop_cell, *middle) -> Pushes:
@@ -372,14 +404,15 @@ def _go_next_to(state: I.BabyAIState, bot: BotState, facts: Facts, reason, dkind
     grid, pos, fwd = facts.grid, facts.pos, facts.fwd
     width = grid.shape[1]
     adjacent = reason == R_PUTNEXT
-    found_obj, obj_cell = _find_obj_pos(state, bot, facts, dkind, datum, adjacent)
+    found_obj, obj_cell, obj_id = _find_obj_pos(state, bot, facts, dkind, datum, adjacent)
     obj_ids = grid[..., C.OBJ_ID].astype(jnp.int32).ravel()
-    obj_cell_of_id = jnp.argmax(obj_ids == datum).astype(jnp.int32)
     is_desc = (dkind == D_DESC) | (dkind == D_KEY)
-    target = jnp.where(is_desc, obj_cell, jnp.where(dkind == D_OBJ, obj_cell_of_id, datum))
+    target = jnp.where(is_desc, obj_cell, jnp.where(dkind == D_OBJ, jnp.argmax(obj_ids == datum), datum))
     target_xy = _xy(target, width)
-    target_cell = _cell(grid, target_xy)
-    has_obj = dkind != D_CELL
+    # the object the subgoal is about (the reference's target_obj; only its door state matters)
+    target_id = jnp.where(dkind == D_DESC, obj_id, jnp.where(dkind == D_OBJ, datum, obj_ids[target]))
+    target_cell = grid.reshape(-1, grid.shape[-1])[jnp.argmax(obj_ids == target_id)]
+    has_obj = (dkind != D_CELL) & (target_id != 0)
     locked_door = has_obj & (target_cell[C.TYPE] == C.DOOR) & (target_cell[C.STATE] == C.LOCKED)
     fetch_key = (reason == R_OPEN) & locked_door & (facts.carrying == 0)
     door_id = target_cell[C.OBJ_ID].astype(jnp.int32)
