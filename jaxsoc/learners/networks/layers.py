@@ -6,6 +6,10 @@ parameter counts and can load its weights.
 - ``torch_uniform``: PyTorch's default for convolutions and recurrent cells, ``U(-1/sqrt(n), 1/sqrt(n))``
   (``n`` the fan-in, or the hidden size for recurrent cells), weights and biases alike.
 - ``GRUCell`` / ``LSTMCell``: PyTorch's cells with both input and hidden biases (``b_ih``, ``b_hh``).
+- ``Conv``: on the CPU backend a convolution is computed as patches times the kernel (im2col): XLA's CPU
+  convolution gradient inside a loop (the learners' scans) runs about 7x slower than this (1.68 s against
+  0.23 s for 20 gradients of a 3x3, 32-channel conv on 64 7x7 maps); elsewhere it is ``lax.conv``. Both use
+  the same ``[k, k, in, out]`` kernel, so parameters and results are the same.
 """
 
 from __future__ import annotations
@@ -54,14 +58,19 @@ class Conv(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         """Returns ``float32[..., H + 2p - k + 1, W + 2p - k + 1, features]``."""
-        init = torch_uniform(x.shape[-1] * self.kernel * self.kernel)
-        return nn.Conv(
-            self.features,
-            (self.kernel, self.kernel),
-            padding=[(self.padding, self.padding)] * 2,
-            kernel_init=init,
-            bias_init=init,
-        )(x)
+        k, p = self.kernel, self.padding
+        init = torch_uniform(x.shape[-1] * k * k)
+        kernel = self.param("kernel", init, (k, k, x.shape[-1], self.features))
+        bias = self.param("bias", init, (self.features,))
+        if jax.default_backend() != "cpu":
+            y = jax.lax.conv_general_dilated(
+                x, kernel, (1, 1), [(p, p)] * 2, dimension_numbers=("NHWC", "HWIO", "NHWC")
+            )
+            return y + bias
+        padded = jnp.pad(x, [(0, 0)] * (x.ndim - 3) + [(p, p), (p, p), (0, 0)])
+        h, w = padded.shape[-3] - k + 1, padded.shape[-2] - k + 1
+        patches = jnp.concatenate([padded[..., i : i + h, j : j + w, :] for i in range(k) for j in range(k)], axis=-1)
+        return patches @ kernel.reshape(-1, self.features) + bias
 
 
 class _Gates(nn.Module):

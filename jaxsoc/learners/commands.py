@@ -1,0 +1,219 @@
+"""``jaxsoc train`` and ``jaxsoc eval``: command-line front ends of the learners.
+
+``jaxsoc train ppo --env BabyAI-GoToRedBallGrey-v0 --frames 2e6 --out runs/rbg`` trains with the BabyAI recipe;
+``--set name=value`` overrides any field of the algorithm's config, converted to the field's type (an unknown
+field or a value of the wrong type is an error naming the valid fields). ``jaxsoc eval RUN_DIR`` evaluates the
+newest checkpoint of a run over fixed validation episodes and can write a GIF of some of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+ALGORITHMS = ("ppo", "a2c", "bc", "il-interactive")
+
+
+def _convert(name: str, hint: Any, text: str) -> Any:
+    kinds = set(typing.get_args(hint)) or {hint}
+    if type(None) in kinds and text.lower() == "none":
+        return None
+    if bool in kinds:
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"{name} takes true/false, got {text!r}")
+    if int in kinds:
+        number = float(text)
+        if not number.is_integer():
+            raise ValueError(f"{name} takes an integer, got {text!r}")
+        return int(number)
+    if float in kinds:
+        return float(text)
+    return text
+
+
+def parse_overrides(config_type: type, items: list[str]) -> dict[str, Any]:
+    """Returns ``{field: value}`` from ``["name=value", ...]``, each value converted to ``config_type``'s field
+    type (``1e6`` is accepted for integers).
+
+    Raises:
+        ValueError: a malformed item, an unknown field (the message lists the fields) or a bad value.
+    """
+    hints = typing.get_type_hints(config_type)
+    fields = [f.name for f in dataclasses.fields(config_type)]
+    out = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set takes name=value, got {item!r}")
+        if name not in fields:
+            raise ValueError(f"{config_type.__name__} has no field {name!r}; fields: {', '.join(fields)}")
+        try:
+            out[name] = _convert(name, hints[name], text)
+        except ValueError as error:
+            raise ValueError(f"bad value for {name}: {error}") from None
+    return out
+
+
+def cmd_train(args) -> int:
+    from jaxsoc.learners import ppo
+
+    if args.algo in ("bc", "il-interactive"):
+        return _train_imitation(args)
+    base = dict(env_id=args.env, preset=args.preset)
+    if args.num_envs is not None:
+        base["num_envs"] = args.num_envs
+    if args.frames is not None:
+        base["total_frames"] = int(args.frames)
+    try:
+        fields = {**base, **parse_overrides(ppo.PPOConfig, args.set)}
+        config = ppo.a2c_config(**fields) if args.algo == "a2c" else ppo.PPOConfig(**fields)
+    except (TypeError, ValueError) as error:
+        print(f"jaxsoc train: {error}", file=sys.stderr)
+        return 2
+    from jaxsoc.learners.rl_run import train_rl
+
+    try:
+        summary = train_rl(
+            config,
+            args.out,
+            seed=args.seed,
+            chunk_updates=args.chunk_updates,
+            checkpoint_every=args.checkpoint_every,
+            resume=args.resume,
+            eval_episodes=args.eval_episodes,
+            devices=None if args.devices == 1 else _devices(args.devices),
+            distributed=args.distributed,
+            progress=not args.quiet,
+        )
+    except ValueError as error:
+        print(f"jaxsoc train: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=1))
+    print(f"wrote {Path(args.out) / 'metrics.csv'}, metrics.json, curves.png and checkpoints/")
+    return 0
+
+
+def _devices(count: int) -> list[Any]:
+    import jax
+
+    devices = jax.devices()
+    if count == 0:
+        return devices
+    if count > len(devices):
+        raise ValueError(f"--devices {count}: only {len(devices)} devices available")
+    return devices[:count]
+
+
+def _train_imitation(args) -> int:
+    """``jaxsoc train bc`` / ``il-interactive``: the BabyAI imitation recipes; writes the run's metrics and the
+    best variables as a checkpoint that ``jaxsoc eval`` reads."""
+    from jaxsoc.learners.bc import BCConfig, train_bc
+    from jaxsoc.learners.checkpoint import Checkpointer
+    from jaxsoc.learners.imitation import ImitationConfig, interactive_imitation
+    from jaxsoc.learners.run_log import MetricsLog
+
+    if args.algo == "bc" and not args.demos:
+        print("jaxsoc train bc: --demos DIR is required (write one with jaxsoc demos)", file=sys.stderr)
+        return 2
+    try:
+        overrides = parse_overrides(BCConfig, args.set)
+        overrides.pop("env_id", None)
+        overrides.setdefault("seed", args.seed)
+        config = BCConfig.for_preset(args.env, args.preset, **overrides)
+        out = Path(args.out)
+        if args.algo == "bc":
+            variables, history = train_bc(config, args.demos, out_dir=out, progress=not args.quiet)
+        else:
+            result = interactive_imitation(ImitationConfig(bc=config), args.demos, out_dir=out, progress=not args.quiet)
+            variables, history = result.variables, result.rounds
+    except (TypeError, ValueError, FileNotFoundError) as error:
+        print(f"jaxsoc train: {error}", file=sys.stderr)
+        return 2
+    meta = {
+        "kind": args.algo,
+        "env_id": config.env_id,
+        "config": config.to_dict(),
+        "model_config": dataclasses.asdict(config.model_config),
+    }
+    checkpointer = Checkpointer(out / "checkpoints", meta)
+    checkpointer.save(len(history), variables)
+    checkpointer.close()
+    log = MetricsLog(out)
+    log.truncate("epoch" if args.algo == "bc" else "round", -1)
+    log.append([{k: v for k, v in row.items() if isinstance(v, (int, float))} for row in history])
+    x = "epoch" if args.algo == "bc" else "demos"
+    summary = {"title": f"{args.algo} {config.env_id}", "env_id": config.env_id, "records": len(history)}
+    summary.update({k: v for k, v in history[-1].items() if isinstance(v, (int, float))} if history else {})
+    log.finish(summary, x=x, curves=("val_success_rate", "accuracy", "loss"))
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+def cmd_eval(args) -> int:
+    import numpy as np
+
+    from jaxsoc.learners.checkpoint import read_meta
+    from jaxsoc.learners.evaluate import evaluate
+    from jaxsoc.learners.policy import load_policy
+
+    try:
+        meta = read_meta(Path(args.run) / "checkpoints")
+        env_id = args.env or meta["env_id"]
+        env, params, model, variables = load_policy(args.run, env_id)
+    except (FileNotFoundError, ValueError, KeyError) as error:
+        print(f"jaxsoc eval: {error}", file=sys.stderr)
+        return 2
+    result = evaluate(env, params, model, variables, args.episodes, seed=args.seed, greedy=not args.sample)
+    summary = {"env_id": env_id, "kind": meta.get("kind"), **result.summary()}
+    print(json.dumps(summary, indent=1))
+    if args.gif:
+        from jaxsoc.core.render import save_gif, tile_frames
+        from jaxsoc.learners.policy import record_episodes
+
+        frames = record_episodes(env, params, model, variables, args.gif_episodes, args.seed, not args.sample)
+        out = save_gif(tile_frames(np.asarray(frames), columns=min(4, args.gif_episodes)), args.gif, fps=args.fps)
+        print(f"wrote {out}")
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """Adds the ``train`` and ``eval`` sub-commands to the ``jaxsoc`` parser."""
+    train = sub.add_parser("train", help="train a policy (PPO, A2C, behaviour cloning, interactive imitation)")
+    train.add_argument("algo", choices=ALGORITHMS)
+    train.add_argument("--env", default="BabyAI-GoToRedBallGrey-v0")
+    train.add_argument(
+        "--preset", choices=["small", "large", "tiny"], default="small", help="tiny: CPU-sized, not the paper's"
+    )
+    train.add_argument("--out", required=True, help="run directory (metrics, curves, checkpoints)")
+    train.add_argument("--frames", type=float, help="total env frames (RL)")
+    train.add_argument("--num-envs", type=int, help="parallel worlds (RL)")
+    train.add_argument("--demos", help="demonstration dataset directory (bc)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="config field override")
+    train.add_argument("--resume", action="store_true", help="continue from the run's newest checkpoint")
+    train.add_argument("--chunk-updates", type=int, default=10, help="updates per compiled chunk (RL)")
+    train.add_argument("--checkpoint-every", type=int, default=100, help="updates (RL) / epochs (bc)")
+    train.add_argument("--eval-episodes", type=int, default=512)
+    train.add_argument("--devices", type=int, default=1, help="data-parallel devices (0: all)")
+    train.add_argument("--distributed", action="store_true", help="multi-host: jax.distributed.initialize()")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.set_defaults(func=cmd_train)
+
+    ev = sub.add_parser("eval", help="evaluate a run's newest checkpoint over fixed validation episodes")
+    ev.add_argument("run", help="run directory written by jaxsoc train")
+    ev.add_argument("--env", help="evaluate on another env than the run's")
+    ev.add_argument("--episodes", type=int, default=512)
+    ev.add_argument("--seed", type=int, default=10**9)
+    ev.add_argument("--sample", action="store_true", help="sample actions instead of argmax")
+    ev.add_argument("--gif", help="write a GIF of the first episodes")
+    ev.add_argument("--gif-episodes", type=int, default=4)
+    ev.add_argument("--fps", type=float, default=8)
+    ev.set_defaults(func=cmd_eval)

@@ -1,0 +1,83 @@
+"""Trained policies from run directories: loading the newest checkpoint, and recording episodes as frames.
+
+A run directory written by ``jaxsoc train`` holds ``checkpoints/`` whose ``meta`` names the env and the
+``model_config``; its ``state`` holds ``params`` and ``batch_stats`` at the top level (PPO/A2C runners and
+behaviour-cloning states alike), which is all a policy needs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+import jaxsoc
+from jaxsoc.learners.checkpoint import latest_step, read_meta, restore_raw
+from jaxsoc.learners.evaluate import episode_keys
+from jaxsoc.learners.networks import ACModel, ModelConfig
+
+
+def load_policy(run_dir: str | Path, env_id: str | None = None) -> tuple[Any, Any, ACModel, dict[str, Any]]:
+    """Returns ``(env, env_params, model, variables)`` of the newest checkpoint in ``run_dir/checkpoints``,
+    on ``env_id`` (default the run's env).
+
+    Raises:
+        FileNotFoundError: no checkpoint.
+        ValueError: a checkpoint without a model (not a policy), or an env whose actions or observations do
+            not fit the model.
+    """
+    directory = Path(run_dir) / "checkpoints"
+    meta = read_meta(directory)
+    if "model_config" not in meta or "env_id" not in meta:
+        raise ValueError(f"{directory} holds no policy checkpoint (its meta has no model_config/env_id)")
+    model = ACModel(ModelConfig(**meta["model_config"]))
+    env, params = jaxsoc.make(env_id or meta["env_id"])
+    num_actions = int(env.action_space(params).n)
+    if num_actions != model.config.num_actions:
+        raise ValueError(f"{env_id}: {num_actions} actions, the policy has {model.config.num_actions}")
+    state = restore_raw(directory, latest_step(directory))
+    if "params" not in state:
+        raise ValueError(f"{directory}: the checkpoint state has no params")
+    variables = {"params": jax.tree_util.tree_map(jnp.asarray, state["params"])}
+    if state.get("batch_stats"):
+        variables["batch_stats"] = jax.tree_util.tree_map(jnp.asarray, state["batch_stats"])
+    return env, params, model, variables
+
+
+def _keep_ended(new, old, ended: jax.Array):
+    """Returns ``new`` where a world's episode is still running, ``old`` where it ended (leading axis ``N``)."""
+
+    def pick(x, y):
+        return jnp.where(ended.reshape(ended.shape + (1,) * (x.ndim - 1)), y, x)
+
+    return jax.tree_util.tree_map(pick, new, old)
+
+
+def record_episodes(env, env_params, model, variables, num_episodes: int, seed: int, greedy: bool = True):
+    """Returns ``uint8[T, num_episodes, H, W, 3]``: the rendered frames of the first ``num_episodes``
+    evaluation episodes of ``seed`` (the levels of ``evaluate``), each frozen on its last frame once it
+    ended; ``T`` is the longest episode's length plus one."""
+    keys = episode_keys(seed, num_episodes)
+    obs, states = jax.vmap(env.reset_env, in_axes=(0, None))(keys, env_params)
+    memory = model.initial_memory(num_episodes)
+    render = jax.jit(jax.vmap(env.render, in_axes=(0, None)))
+    step = jax.jit(jax.vmap(env.step_env, in_axes=(0, 0, 0, None)))
+    policy = jax.jit(lambda o, m: model.apply(variables, o, m, train=False))
+    key = jax.random.key(seed)
+    ended = jnp.zeros(num_episodes, bool)
+    frames = [render(states, env_params)]
+    for t in range(100_000):
+        if bool(ended.all()):
+            break
+        log_probs, _, memory = policy(obs, memory)
+        key, key_action = jax.random.split(key)
+        action = jnp.argmax(log_probs, -1) if greedy else jax.random.categorical(key_action, log_probs)
+        new_obs, new_states, _, terminated, truncated, _ = step(
+            jax.random.split(jax.random.fold_in(key, t), num_episodes), states, action, env_params
+        )
+        obs, states = _keep_ended((new_obs, new_states), (obs, states), ended)
+        ended = ended | terminated | truncated
+        frames.append(render(states, env_params))
+    return jnp.stack(frames)

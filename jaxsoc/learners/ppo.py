@@ -1,0 +1,503 @@
+"""Recurrent PPO and A2C for jaxsoc environments, PureJaxRL style, with the BabyAI recipe as the default.
+
+One *update* collects ``num_steps`` frames in each of ``num_envs`` worlds (a ``lax.scan`` over the batched
+env step and the policy), computes GAE advantages, and runs the algorithm's epochs of minibatch gradient
+steps over sequences of ``recurrence`` frames (truncated BPTT: each sequence starts from the memory recorded
+while acting). Everything is a pure function of the ``Runner`` pytree::
+
+    trainer = Trainer(PPOConfig(env_id="BabyAI-GoToRedBallGrey-v0"))
+    runner = trainer.init(jax.random.key(0))
+    runner, metrics = trainer.run(runner, num_updates=10)         # jitted lax.scan over 10 updates
+    train = jax.jit(jax.vmap(trainer.train))                      # whole run, vmapped over seeds
+    runners, metrics = train(jax.random.split(key, 4))
+
+The BabyAI recipe (``babyai/rl/algos/ppo.py`` of the reference) is matched as follows: the mask of an
+env's frame is ``1 - done`` of its previous frame and multiplies the memory before the policy call; GAE uses
+``next_mask = 1 - done`` (a truncation is a termination, as in the reference); returns are ``value +
+advantage``; advantages are not normalised; the policy and the value loss are clipped (value loss
+``max(unclipped, clipped)``); the loss is averaged over the ``recurrence`` sub-steps; rewards are scaled by
+``reward_scale`` for training (metrics report the env's rewards). BatchNorm (``norm="batch"``) runs in train
+mode while acting and while learning, as the reference does (batch statistics over the worlds, running
+averages updated). The reference writes recomputed memories back into its buffer only inside a sequence,
+never into another sequence's start, so that write-back cannot change the result and is not reproduced.
+
+A2C (``algo="a2c"``) shares everything but the loss and the schedule: one pass over the whole batch, loss
+``-advantage * log_prob - entropy_coef * entropy + value_coef * (value - return)^2``, RMSprop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+import jaxsoc
+from jaxsoc.core.autoreset import batched_step
+from jaxsoc.learners.networks import ACModel, preset
+
+ALGOS = ("ppo", "a2c")
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """A training run's hyper-parameters; the defaults are the BabyAI PPO recipe (64 x 40 frames per update).
+
+    Attributes:
+        env_id: a registered environment (its observation must hold ``image`` and ``mission``).
+        algo: ``"ppo"`` or ``"a2c"``.
+        preset: model preset, ``"small"`` or ``"large"``; ``arch`` and ``norm`` override its fields.
+        arch, norm: ``ModelConfig`` fields (None keeps the preset's).
+        num_envs: worlds stepped in parallel.
+        num_steps: frames per world per update (a multiple of ``recurrence``).
+        total_frames: frames of the whole run (``num_updates = total_frames // (num_envs * num_steps)``).
+        recurrence: BPTT length of the training sequences.
+        update_epochs: passes over the collected frames per update (PPO).
+        minibatch_frames: frames per gradient step (a multiple of ``recurrence`` dividing the update's frames).
+        optimizer: ``"adam"`` or ``"rmsprop"``.
+        lr, adam_eps, rmsprop_alpha: optimizer settings (``adam_eps`` is also RMSprop's eps).
+        gamma, gae_lambda: discount and GAE parameter.
+        clip_eps: PPO clipping of the ratio and of the value.
+        entropy_coef, value_coef: loss weights.
+        max_grad_norm: global gradient-norm clip.
+        reward_scale: training rewards are the env's times this.
+        pool_resets: reset ended worlds from a pool of fresh levels sized to the number that ended
+            (``jaxsoc.core.autoreset``); turn off when vmapping over seeds.
+    """
+
+    env_id: str = "BabyAI-GoToRedBallGrey-v0"
+    algo: str = "ppo"
+    preset: str = "small"
+    arch: str | None = None
+    norm: str | None = None
+    num_envs: int = 64
+    num_steps: int = 40
+    total_frames: int = 2_560_000
+    recurrence: int = 20
+    update_epochs: int = 4
+    minibatch_frames: int = 1280
+    optimizer: str = "adam"
+    lr: float = 1e-4
+    adam_eps: float = 1e-5
+    rmsprop_alpha: float = 0.99
+    gamma: float = 0.99
+    gae_lambda: float = 0.99
+    clip_eps: float = 0.2
+    entropy_coef: float = 0.01
+    value_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    reward_scale: float = 20.0
+    pool_resets: bool = True
+
+    def __post_init__(self) -> None:
+        if self.algo not in ALGOS:
+            raise ValueError(f"algo must be one of {ALGOS}, got {self.algo!r}")
+        if self.optimizer not in ("adam", "rmsprop"):
+            raise ValueError(f"optimizer must be 'adam' or 'rmsprop', got {self.optimizer!r}")
+        for name in ("num_envs", "num_steps", "total_frames", "recurrence", "update_epochs", "minibatch_frames"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"PPOConfig.{name} must be positive, got {getattr(self, name)}")
+        if self.num_steps % self.recurrence:
+            raise ValueError(f"num_steps ({self.num_steps}) must be a multiple of recurrence ({self.recurrence})")
+        if self.minibatch_frames % self.recurrence or self.frames_per_update % self.minibatch_frames:
+            raise ValueError(
+                f"minibatch_frames ({self.minibatch_frames}) must be a multiple of recurrence ({self.recurrence}) "
+                f"and divide the frames per update ({self.num_envs} x {self.num_steps} = {self.frames_per_update})"
+            )
+        if self.total_frames < self.frames_per_update:
+            raise ValueError(f"total_frames ({self.total_frames}) is less than one update ({self.frames_per_update})")
+        for name in ("lr", "adam_eps", "max_grad_norm", "reward_scale"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"PPOConfig.{name} must be positive, got {getattr(self, name)}")
+        for name in ("gamma", "gae_lambda", "rmsprop_alpha"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"PPOConfig.{name} must be in [0, 1], got {getattr(self, name)}")
+
+    @property
+    def frames_per_update(self) -> int:
+        """Returns ``num_envs * num_steps``."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def num_updates(self) -> int:
+        """Returns the number of updates of the run."""
+        return self.total_frames // self.frames_per_update
+
+    def model_config(self, num_actions: int):
+        """Returns the ``ModelConfig`` of the preset with this config's overrides."""
+        overrides = {k: v for k, v in (("arch", self.arch), ("norm", self.norm)) if v is not None}
+        return preset(self.preset, num_actions=num_actions, **overrides)
+
+
+def scaled_config(**overrides: Any) -> PPOConfig:
+    """Returns the recipe for thousands of worlds on an accelerator: 4096 worlds x 40 frames, minibatches of
+    40,960 frames (4 per epoch); other fields as ``PPOConfig`` unless overridden."""
+    fields = dict(num_envs=4096, num_steps=40, minibatch_frames=40_960, total_frames=200_000_000)
+    fields.update(overrides)
+    return PPOConfig(**fields)
+
+
+def a2c_config(**overrides: Any) -> PPOConfig:
+    """Returns A2C as Watch-And-Help trains its helpers: RMSprop (lr 1e-3, alpha 0.99, eps 1e-5), one
+    gradient step per update over all the frames, 64 worlds x 20 frames, BPTT 20, no reward scaling."""
+    fields = dict(
+        algo="a2c",
+        optimizer="rmsprop",
+        lr=1e-3,
+        num_steps=20,
+        recurrence=20,
+        update_epochs=1,
+        minibatch_frames=64 * 20,
+        gae_lambda=1.0,
+        reward_scale=1.0,
+    )
+    fields.update(overrides)
+    return PPOConfig(**fields)
+
+
+@struct.dataclass
+class Runner:
+    """Everything a run carries from one update to the next (``N`` worlds).
+
+    Attributes:
+        params, batch_stats: the model's variables (``batch_stats`` empty without BatchNorm).
+        opt_state: the optimizer's state.
+        env_states, obs: the worlds' states and current observations (leading axis ``N``).
+        done: ``bool[N]`` the previous frame ended the world's episode (its memory is reset).
+        memory: ``float32[N, 2 * memory_dim]`` the policy's memory.
+        key: the run's PRNG key.
+        update: ``int32[]`` updates done.
+        episode_return, episode_length: ``[N]`` of the episodes in progress (env rewards).
+    """
+
+    params: Any
+    batch_stats: Any
+    opt_state: Any
+    env_states: Any
+    obs: Any
+    done: jax.Array
+    memory: jax.Array
+    key: jax.Array
+    update: jax.Array
+    episode_return: jax.Array
+    episode_length: jax.Array
+
+
+class Transition(struct.PyTreeNode):
+    """One frame of every world: ``obs`` ``[N, ...]``, and ``[N]`` arrays."""
+
+    obs: Any
+    mask: jax.Array
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array
+    reward: jax.Array
+    done: jax.Array
+
+
+def gae(values, rewards, dones, last_value, gamma: float, lam: float):
+    """Returns ``(advantages, returns)`` ``float32[T, N]`` from ``[T, N]`` values, rewards and dones (the frame
+    ended its episode) and the bootstrap ``last_value [N]``; ``next_mask = 1 - done`` as the reference."""
+
+    def body(carry, x):
+        advantage, next_value = carry
+        value, reward, done = x
+        next_mask = 1.0 - done
+        delta = reward + gamma * next_value * next_mask - value
+        advantage = delta + gamma * lam * next_mask * advantage
+        return (advantage, value), advantage
+
+    _, advantages = jax.lax.scan(
+        body, (jnp.zeros_like(last_value), last_value), (values, rewards, dones.astype(jnp.float32)), reverse=True
+    )
+    return advantages, advantages + values
+
+
+def _tree_index(tree: Any, index: Any) -> Any:
+    return jax.tree_util.tree_map(lambda x: x[index], tree)
+
+
+class Trainer:
+    """PPO/A2C for one config (module docstring). ``env`` and ``env_params`` default to ``make(config.env_id)``.
+
+    Raises:
+        ValueError: an environment whose observation lacks ``image``/``mission``, or mission token ids that
+            do not fit the model's vocabulary.
+    """
+
+    def __init__(self, config: PPOConfig, env: Any = None, env_params: Any = None) -> None:
+        if env is None:
+            env, made = jaxsoc.make(config.env_id)
+            env_params = made if env_params is None else env_params
+        env_params = env.default_params() if env_params is None else env_params
+        space = env.observation_space(env_params)
+        missing = sorted({"image", "mission"} - set(getattr(space, "spaces", {})))
+        if missing:
+            raise ValueError(f"{config.env_id}: the policy needs observations {missing}, which the env lacks")
+        self.config = config
+        self.env, self.env_params = env, env_params
+        self.num_actions = int(env.action_space(env_params).n)
+        self.model_config = config.model_config(self.num_actions)
+        vocab = int(jnp.max(space.spaces["mission"].high)) + 1
+        if vocab > self.model_config.vocab_size:
+            raise ValueError(
+                f"{config.env_id}: mission token ids reach {vocab - 1}, beyond the model's vocab_size "
+                f"{self.model_config.vocab_size}"
+            )
+        self.model = ACModel(self.model_config)
+        self.tx = self._optimizer()
+        if config.pool_resets:
+            self._env_step = batched_step(env)
+        else:
+            vstep = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+            self._env_step = lambda key, s, a, p: vstep(jax.random.split(key, a.shape[0]), s, a, p)
+
+    def _optimizer(self) -> optax.GradientTransformation:
+        c = self.config
+        if c.optimizer == "adam":
+            opt = optax.adam(c.lr, eps=c.adam_eps)
+        else:  # PyTorch's RMSprop adds eps outside the square root, as optax's default
+            opt = optax.rmsprop(c.lr, decay=c.rmsprop_alpha, eps=c.adam_eps)
+        return optax.chain(optax.clip_by_global_norm(c.max_grad_norm), opt)
+
+    # -- state ---------------------------------------------------------------------------------------------
+    @functools.partial(jax.jit, static_argnums=0)
+    def init(self, key: jax.Array) -> Runner:
+        """Returns a fresh ``Runner``: model initialised from ``key``, ``num_envs`` reset worlds."""
+        c = self.config
+        key, key_model, key_env = jax.random.split(key, 3)
+        reset = jax.vmap(self.env.reset_env, in_axes=(0, None))
+        obs, env_states = reset(jax.random.split(key_env, c.num_envs), self.env_params)
+        memory = self.model.initial_memory(c.num_envs)
+        variables = self.model.init(key_model, obs, memory)
+        params = variables["params"]
+        zeros = jnp.zeros(c.num_envs)
+        return Runner(
+            params=params,
+            batch_stats=variables.get("batch_stats", {}),
+            opt_state=self.tx.init(params),
+            env_states=env_states,
+            obs=obs,
+            done=jnp.zeros(c.num_envs, bool),
+            memory=memory,
+            key=key,
+            update=jnp.zeros((), jnp.int32),
+            episode_return=zeros,
+            episode_length=zeros.astype(jnp.int32),
+        )
+
+    def variables(self, runner: Runner) -> dict[str, Any]:
+        """Returns the model variables ``{"params", "batch_stats"?}`` of ``runner`` (for ``ACModel.apply``)."""
+        out = {"params": runner.params}
+        if runner.batch_stats:
+            out["batch_stats"] = runner.batch_stats
+        return out
+
+    def _apply(self, params, batch_stats, obs, memory, encoding=None):
+        """Returns ``((log_probs, value, memory), batch_stats)`` in train mode (batch statistics); with the
+        missions' ``encoding`` given, only ``ACModel.step`` runs."""
+        variables = {"params": params}
+        if encoding is None:
+            args, method = (obs, memory), None
+        else:
+            args, method = (obs, encoding, memory), ACModel.step
+        if batch_stats:
+            variables["batch_stats"] = batch_stats
+            out, updates = self.model.apply(variables, *args, train=True, mutable=["batch_stats"], method=method)
+            return out, updates["batch_stats"]
+        return self.model.apply(variables, *args, train=True, method=method), batch_stats
+
+    # -- acting --------------------------------------------------------------------------------------------
+    def _act(self, runner: Runner, _):
+        c = self.config
+        key, key_action, key_env = jax.random.split(runner.key, 3)
+        mask = 1.0 - runner.done.astype(jnp.float32)
+        memory = runner.memory * mask[:, None]
+        (log_probs, value, new_memory), batch_stats = self._apply(runner.params, runner.batch_stats, runner.obs, memory)
+        action = jax.random.categorical(key_action, log_probs)
+        log_prob = jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0]
+        obs, env_states, reward, terminated, truncated, info = self._env_step(
+            key_env, runner.env_states, action, self.env_params
+        )
+        done = terminated | truncated
+        episode_return = runner.episode_return + reward
+        episode_length = runner.episode_length + 1
+        stats = {
+            "episodes": done.sum(),
+            "successes": (done & info["success"]).sum(),
+            "return_sum": jnp.where(done, episode_return, 0.0).sum(),
+            "length_sum": jnp.where(done, episode_length, 0).sum(),
+        }
+        transition = Transition(runner.obs, mask, action, log_prob, value, reward * c.reward_scale, done)
+        runner = runner.replace(
+            batch_stats=batch_stats,
+            env_states=env_states,
+            obs=obs,
+            done=done,
+            memory=new_memory,
+            key=key,
+            episode_return=jnp.where(done, 0.0, episode_return),
+            episode_length=jnp.where(done, 0, episode_length),
+        )
+        return runner, (transition, stats)
+
+    def _collect(self, runner: Runner):
+        """Returns ``(runner, transitions [T, N], start_memory [C, N, M], stats)`` for one update's frames;
+        ``start_memory[c]`` is the (unmasked) memory at frame ``c * recurrence``."""
+        c = self.config
+
+        def chunk(runner, _):
+            start = runner.memory
+            runner, (transitions, stats) = jax.lax.scan(self._act, runner, None, length=c.recurrence)
+            return runner, (start, transitions, stats)
+
+        runner, (starts, transitions, stats) = jax.lax.scan(chunk, runner, None, length=c.num_steps // c.recurrence)
+        merge = lambda x: x.reshape((c.num_steps,) + x.shape[2:])  # noqa: E731
+        transitions = jax.tree_util.tree_map(merge, transitions)
+        stats = jax.tree_util.tree_map(lambda x: x.sum(), stats)
+        return runner, transitions, starts, stats
+
+    # -- learning ------------------------------------------------------------------------------------------
+    def _sequence_loss(self, params, batch_stats, start_memory, seq: Transition, advantages, returns):
+        """Returns ``(loss, (batch_stats, metrics))`` of a minibatch of sequences (``seq`` arrays ``[R, M]``)."""
+        c = self.config
+
+        def step(carry, x):
+            memory, batch_stats = carry
+            t, adv, ret, encoding = x
+            (log_probs, value, memory), batch_stats = self._apply(
+                params, batch_stats, t.obs, memory * t.mask[:, None], encoding
+            )
+            log_prob = jnp.take_along_axis(log_probs, t.action[:, None], axis=-1)[:, 0]
+            entropy = -jnp.sum(jnp.exp(log_probs) * log_probs, axis=-1).mean()
+            if c.algo == "ppo":
+                ratio = jnp.exp(log_prob - t.log_prob)
+                clipped = jnp.clip(ratio, 1.0 - c.clip_eps, 1.0 + c.clip_eps)
+                policy_loss = -jnp.minimum(ratio * adv, clipped * adv).mean()
+                value_clipped = t.value + jnp.clip(value - t.value, -c.clip_eps, c.clip_eps)
+                value_loss = jnp.maximum((value - ret) ** 2, (value_clipped - ret) ** 2).mean()
+                clip_frac = (jnp.abs(ratio - 1.0) > c.clip_eps).mean()
+                kl = (t.log_prob - log_prob).mean()
+            else:
+                policy_loss = -(adv * log_prob).mean()
+                value_loss = ((value - ret) ** 2).mean()
+                clip_frac = kl = jnp.zeros(())
+            loss = policy_loss - c.entropy_coef * entropy + c.value_coef * value_loss
+            metrics = {
+                "loss": loss,
+                "policy_loss": policy_loss,
+                "value_loss": value_loss,
+                "entropy": entropy,
+                "clip_fraction": clip_frac,
+                "approx_kl": kl,
+                "value": value.mean(),
+            }
+            return (memory, batch_stats), metrics
+
+        # the missions of all R x M frames in one batched pass: they do not depend on the memory
+        steps, num = seq.action.shape
+        missions = seq.obs["mission"].reshape((steps * num,) + seq.obs["mission"].shape[2:])
+        encoding = self.model.apply({"params": params}, missions, method=ACModel.encode_mission)
+        encoding = encoding.reshape((steps, num) + encoding.shape[1:])
+        xs = (seq, advantages, returns, encoding)
+        (_, batch_stats), metrics = jax.lax.scan(step, (start_memory, batch_stats), xs)
+        metrics = jax.tree_util.tree_map(jnp.mean, metrics)
+        return metrics["loss"], (batch_stats, metrics)
+
+    def _learn(self, runner: Runner, transitions: Transition, starts, advantages, returns):
+        """Returns ``(runner, metrics)`` after the algorithm's epochs of minibatch steps."""
+        c = self.config
+        chunks, n = starts.shape[0], c.num_envs
+        num_sequences = chunks * n
+        per_batch = c.minibatch_frames // c.recurrence
+        num_batches = num_sequences // per_batch
+
+        # [T, N] -> [C, R, N] -> sequences [S = C * N, R]
+        def to_seq(x):
+            x = jnp.swapaxes(x.reshape((chunks, c.recurrence, n) + x.shape[2:]), 1, 2)
+            return x.reshape((num_sequences, c.recurrence) + x.shape[3:])
+
+        data = jax.tree_util.tree_map(to_seq, (transitions, advantages, returns))
+        starts = starts.reshape((num_sequences,) + starts.shape[2:])
+        grad_fn = jax.value_and_grad(self._sequence_loss, has_aux=True)
+
+        def minibatch(carry, ids):
+            params, batch_stats, opt_state = carry
+            seq, adv, ret = jax.tree_util.tree_map(lambda x: jnp.swapaxes(x[ids], 0, 1), data)
+            (_, (batch_stats, metrics)), grads = grad_fn(params, batch_stats, starts[ids], seq, adv, ret)
+            updates, opt_state = self.tx.update(grads, opt_state, params)
+            params = optax.apply_updates(params, updates)
+            metrics["grad_norm"] = optax.tree.norm(grads)
+            return (params, batch_stats, opt_state), metrics
+
+        def epoch(carry, key):
+            order = jax.random.permutation(key, num_sequences) if c.algo == "ppo" else jnp.arange(num_sequences)
+            return jax.lax.scan(minibatch, carry, order.reshape(num_batches, per_batch))
+
+        key, key_epochs = jax.random.split(runner.key)
+        epochs = c.update_epochs if c.algo == "ppo" else 1
+        carry = (runner.params, runner.batch_stats, runner.opt_state)
+        (params, batch_stats, opt_state), metrics = jax.lax.scan(epoch, carry, jax.random.split(key_epochs, epochs))
+        runner = runner.replace(params=params, batch_stats=batch_stats, opt_state=opt_state, key=key)
+        return runner, jax.tree_util.tree_map(jnp.mean, metrics)
+
+    def update(self, runner: Runner) -> tuple[Runner, dict[str, jax.Array]]:
+        """Returns ``(runner, metrics)`` after one update (collect, GAE, learn). ``metrics`` are scalars:
+        ``frames`` (of the run so far), ``episodes``, ``success_rate``/``mean_return``/``mean_length`` of the
+        episodes that ended in this update (NaN if none), and the mean losses."""
+        c = self.config
+        runner, transitions, starts, stats = self._collect(runner)
+        mask = 1.0 - runner.done.astype(jnp.float32)
+        (_, last_value, _), _ = self._apply(
+            runner.params, runner.batch_stats, runner.obs, runner.memory * mask[:, None]
+        )
+        advantages, returns = gae(
+            transitions.value, transitions.reward, transitions.done, last_value, c.gamma, c.gae_lambda
+        )
+        runner, metrics = self._learn(runner, transitions, starts, advantages, returns)
+        runner = runner.replace(update=runner.update + 1)
+        episodes = stats["episodes"]
+        per_episode = lambda x: jnp.where(episodes > 0, x / jnp.maximum(episodes, 1), jnp.nan)  # noqa: E731
+        metrics.update(
+            update=runner.update,
+            frames=runner.update * c.frames_per_update,
+            episodes=episodes,
+            success_rate=per_episode(stats["successes"]),
+            mean_return=per_episode(stats["return_sum"]),
+            mean_length=per_episode(stats["length_sum"]),
+        )
+        return runner, metrics
+
+    @functools.partial(jax.jit, static_argnums=(0, 2))
+    def run(self, runner: Runner, num_updates: int) -> tuple[Runner, dict[str, jax.Array]]:
+        """Returns ``(runner, metrics)`` after ``num_updates`` updates (one jitted ``lax.scan``); every metric
+        has a leading axis ``[num_updates]``."""
+        return jax.lax.scan(lambda r, _: self.update(r), runner, None, length=num_updates)
+
+    def train(self, key: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
+        """Returns ``(runner, metrics [num_updates])`` of a whole run from ``key``; pure, so
+        ``jax.jit(jax.vmap(trainer.train))(keys)`` trains one model per key (use ``pool_resets=False``)."""
+        runner = self.init(key)
+        return jax.lax.scan(lambda r, _: self.update(r), runner, None, length=self.config.num_updates)
+
+    def __hash__(self) -> int:  # jit's static self: one compiled run per trainer
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_trainer(config: PPOConfig) -> Trainer:
+    return Trainer(config)
+
+
+def trainer_for(config: PPOConfig) -> Trainer:
+    """Returns a ``Trainer`` for ``config`` on ``make(config.env_id)``, shared by every config that differs
+    only in ``total_frames`` (so a resumed or extended run reuses the compiled updates). Use ``config`` itself,
+    not the trainer's, for the number of updates."""
+    return _cached_trainer(dataclasses.replace(config, total_frames=config.frames_per_update))
