@@ -4,7 +4,7 @@ For every level, ``--episodes`` levels are generated on the device (episode ``i`
 ``fold_in(key(--seed), i)``) and played by the bot with ``bot_stream`` in ``--worlds`` worlds, each of
 which starts the next level as soon as its episode ended (success, truncation at ``max_steps``, or the bot
 giving up). The issue's criteria: success >= 99.9% over >= 2,000 episodes and a mean length (successful
-episodes) within 10% of minigrid 3.2.0's bot (200 seeds, ``REFERENCE_LENGTH``).
+episodes) within 10% of minigrid 3.2.0's bot (200 seeds, 1,000 for GoToObjMaze: ``REFERENCE_LENGTH``).
 
     python scripts/babyai_bot_success.py                                  # 19 levels x 2000 episodes
     python scripts/babyai_bot_success.py --levels GoToLocal BossLevel --episodes 64 --worlds 64 --out bot.md
@@ -25,7 +25,8 @@ import jaxsoc
 from jaxsoc.envs.babyai.bot_rollout import bot_stream
 from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
 
-# minigrid 3.2.0's BabyAIBot, mean episode length over seeds 0-199
+# minigrid 3.2.0's BabyAIBot, mean episode length over seeds 0-199 (GoToObjMaze: seeds 0-999, because seeds
+# 0-199 are unusually long levels there: 79.7 +- 3.6 on 200 seeds, 72.5 +- 1.6 on 1,000)
 REFERENCE_LENGTH = {
     "GoToObj": 5.1,
     "GoToRedBallGrey": 6.0,
@@ -33,7 +34,7 @@ REFERENCE_LENGTH = {
     "GoToLocal": 5.2,
     "PutNextLocal": 12.2,
     "PickupLoc": 6.2,
-    "GoToObjMaze": 79.7,
+    "GoToObjMaze": 72.5,
     "GoTo": 52.6,
     "Pickup": 53.6,
     "UnblockPickup": 58.6,

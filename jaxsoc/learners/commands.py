@@ -184,8 +184,70 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    """``jaxsoc sweep {bc,rl}``: the paper's sample-efficiency protocol over the ``--env`` levels; writes
+    ``sweep.json``, ``sweep.md`` and ``sweep.png`` into ``--out`` (rewritten after every level)."""
+    from jaxsoc.learners import sweeps
+
+    if args.demos and len(args.demos) != len(args.env):
+        print(
+            f"jaxsoc sweep: {len(args.demos)} --demos for {len(args.env)} --env; give one per level or none",
+            file=sys.stderr,
+        )
+        return 2
+    results = []
+    try:
+        for i, env_id in enumerate(args.env):
+            if args.kind == "rl":
+                from jaxsoc.learners import ppo
+
+                fields = dict(env_id=env_id, preset=args.preset)
+                fields.update({k: v for k, v in (("num_envs", args.num_envs), ("total_frames", args.frames)) if v})
+                fields = {**fields, **parse_overrides(ppo.PPOConfig, args.set)}
+                fields = {k: int(v) if k == "total_frames" else v for k, v in fields.items()}
+                result = sweeps.rl_sample_efficiency(
+                    ppo.PPOConfig(**fields),
+                    num_seeds=args.seeds,
+                    window=args.window,
+                    threshold=args.threshold,
+                    seed=args.seed,
+                    progress=not args.quiet,
+                )
+            else:
+                from jaxsoc.learners.bc import BCConfig
+
+                overrides = parse_overrides(BCConfig, args.set)
+                overrides.pop("env_id", None)
+                overrides.update(seed=args.seed, success_threshold=args.threshold)
+                config = BCConfig.for_preset(env_id, args.preset, **overrides)
+                full = None if args.full_demos is None else int(args.full_demos)
+                if args.demos:
+                    data = args.demos[i]
+                else:
+                    from jaxsoc.data.memory import bot_demos
+
+                    data = bot_demos(env_id, args.demo_seed, range(full or 1_000_000))
+                result = sweeps.bc_sample_efficiency(
+                    config,
+                    data,
+                    num_seeds=args.seeds,
+                    full_demos=full if args.demos else None,
+                    min_demos=args.min_demos,
+                    max_updates=args.max_updates,
+                    progress=not args.quiet,
+                )
+            results.append(result)
+            paths = sweeps.write_report(results, args.out)
+    except (TypeError, ValueError, FileNotFoundError) as error:
+        print(f"jaxsoc sweep: {error}", file=sys.stderr)
+        return 2
+    print(paths["md"].read_text())
+    print(f"wrote {paths['json']}, {paths['md']} and {paths['png']}")
+    return 0
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    """Adds the ``train`` and ``eval`` sub-commands to the ``jaxsoc`` parser."""
+    """Adds the ``train``, ``eval`` and ``sweep`` sub-commands to the ``jaxsoc`` parser."""
     train = sub.add_parser("train", help="train a policy (PPO, A2C, behaviour cloning, interactive imitation)")
     train.add_argument("algo", choices=ALGORITHMS)
     train.add_argument("--env", default="BabyAI-GoToRedBallGrey-v0")
@@ -217,3 +279,23 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--gif-episodes", type=int, default=4)
     ev.add_argument("--fps", type=float, default=8)
     ev.set_defaults(func=cmd_eval)
+
+    sweep = sub.add_parser("sweep", help="sample efficiency: demonstrations (bc) or episodes (rl) to reach 99%%")
+    sweep.add_argument("kind", choices=["bc", "rl"])
+    sweep.add_argument("--env", action="append", required=True, help="a level (repeat for several)")
+    sweep.add_argument("--preset", choices=["small", "large", "tiny"], default="small", help="tiny: rl only")
+    sweep.add_argument("--out", required=True, help="directory for sweep.json, sweep.md and sweep.png")
+    sweep.add_argument("--seeds", type=int, default=3, help="runs per size (bc) or per level (rl), vmapped")
+    sweep.add_argument("--seed", type=int, default=0)
+    sweep.add_argument("--threshold", type=float, default=0.99)
+    sweep.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="config field override")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bars")
+    sweep.add_argument("--demos", action="append", default=[], help="bc: a dataset per --env (else the bot's)")
+    sweep.add_argument("--demo-seed", type=int, default=0, help="bc: seed of the bot's levels without --demos")
+    sweep.add_argument("--full-demos", type=float, help="bc: the full size (default all of --demos, or 1e6)")
+    sweep.add_argument("--min-demos", type=int, default=1, help="bc: the smallest size tried")
+    sweep.add_argument("--max-updates", type=int, help="bc: budget of the full-size runs")
+    sweep.add_argument("--frames", type=float, help="rl: frames per run at most")
+    sweep.add_argument("--num-envs", type=int, help="rl: parallel worlds per run")
+    sweep.add_argument("--window", type=int, default=100, help="rl: rolling window in updates (10 for RedBallGrey)")
+    sweep.set_defaults(func=cmd_sweep)

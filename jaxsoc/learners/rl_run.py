@@ -163,7 +163,9 @@ def train_rl(
     last_saved = start
     with bar, _mesh_context(mesh):
         while int(runner.update) < total:
-            size = min(chunk_updates, total - int(runner.update))
+            remaining = total - int(runner.update)
+            # equal chunks (one compiled scan length): the largest divisor of what remains
+            size = max(d for d in range(1, min(chunk_updates, remaining) + 1) if remaining % d == 0)
             tick = time.perf_counter()
             runner, metrics = trainer.run(runner, size)
             metrics = jax.device_get(metrics)
