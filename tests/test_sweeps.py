@@ -18,6 +18,7 @@ from test_bc import CONFIG, synthetic_demos
 from jaxsoc.cli import main
 from jaxsoc.learners import sweeps
 from jaxsoc.learners.bc import epoch_indices, make_batch, make_learner
+from jaxsoc.learners.commands import bc_config
 
 
 def test_size_grid_follows_the_papers_sqrt2_steps():
@@ -180,3 +181,12 @@ def test_rl_sweep_runs_vmapped_seeds_and_finds_the_crossing(tmp_path):
             np.array([np.nan if x is None else x for x in curve["success_rate"]]), np.array(curve["episodes"]), 1, 0.05
         )
         assert needed == expected
+
+
+def test_bc_config_of_the_command_line_takes_the_tiny_model_and_overrides():
+    config = bc_config("BabyAI-GoToLocal-v0", "tiny", ["seed=3", "lr=1e-3"], seed=0, success_threshold=0.5)
+    assert (config.preset, config.batch_size, config.recurrence, config.seed, config.lr) == ("tiny", 256, 20, 3, 1e-3)
+    assert config.success_threshold == 0.5
+    assert bc_config("BabyAI-GoToLocal-v0", "large", []).batch_size == 128
+    with pytest.raises(ValueError, match="no field 'learning_rate'"):
+        bc_config("BabyAI-GoToLocal-v0", "small", ["learning_rate=1"])

@@ -112,10 +112,25 @@ def _devices(count: int) -> list[Any]:
     return devices[:count]
 
 
+def bc_config(env_id: str, preset: str, items: list[str], **defaults: Any):
+    """Returns the ``BCConfig`` recipe of ``preset`` for ``env_id`` (``"tiny"``: the Small recipe with the tiny
+    model) with the ``--set`` ``items`` applied over ``defaults``.
+
+    Raises:
+        ValueError: a bad override (``parse_overrides``) or value.
+    """
+    from jaxsoc.learners.bc import BCConfig
+
+    overrides = {**defaults, **parse_overrides(BCConfig, items)}
+    overrides.pop("env_id", None)
+    recipe = "small" if preset == "tiny" else preset
+    return BCConfig.for_preset(env_id, recipe).replace(**{"preset": preset, **overrides})
+
+
 def _train_imitation(args) -> int:
     """``jaxsoc train bc`` / ``il-interactive``: the BabyAI imitation recipes; writes the run's metrics and the
     best variables as a checkpoint that ``jaxsoc eval`` reads."""
-    from jaxsoc.learners.bc import BCConfig, train_bc
+    from jaxsoc.learners.bc import train_bc
     from jaxsoc.learners.checkpoint import Checkpointer
     from jaxsoc.learners.imitation import ImitationConfig, interactive_imitation
     from jaxsoc.learners.run_log import MetricsLog
@@ -124,10 +139,7 @@ def _train_imitation(args) -> int:
         print("jaxsoc train bc: --demos DIR is required (write one with jaxsoc demos)", file=sys.stderr)
         return 2
     try:
-        overrides = parse_overrides(BCConfig, args.set)
-        overrides.pop("env_id", None)
-        overrides.setdefault("seed", args.seed)
-        config = BCConfig.for_preset(args.env, args.preset, **overrides)
+        config = bc_config(args.env, args.preset, args.set, seed=args.seed)
         out = Path(args.out)
         if args.algo == "bc":
             variables, history = train_bc(config, args.demos, out_dir=out, progress=not args.quiet)
@@ -214,12 +226,7 @@ def cmd_sweep(args) -> int:
                     progress=not args.quiet,
                 )
             else:
-                from jaxsoc.learners.bc import BCConfig
-
-                overrides = parse_overrides(BCConfig, args.set)
-                overrides.pop("env_id", None)
-                overrides.update(seed=args.seed, success_threshold=args.threshold)
-                config = BCConfig.for_preset(env_id, args.preset, **overrides)
+                config = bc_config(env_id, args.preset, args.set, seed=args.seed, success_threshold=args.threshold)
                 full = None if args.full_demos is None else int(args.full_demos)
                 if args.demos:
                     data = args.demos[i]
@@ -283,7 +290,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     sweep = sub.add_parser("sweep", help="sample efficiency: demonstrations (bc) or episodes (rl) to reach 99%%")
     sweep.add_argument("kind", choices=["bc", "rl"])
     sweep.add_argument("--env", action="append", required=True, help="a level (repeat for several)")
-    sweep.add_argument("--preset", choices=["small", "large", "tiny"], default="small", help="tiny: rl only")
+    sweep.add_argument("--preset", choices=["small", "large", "tiny"], default="small", help="tiny: CPU-sized")
     sweep.add_argument("--out", required=True, help="directory for sweep.json, sweep.md and sweep.png")
     sweep.add_argument("--seeds", type=int, default=3, help="runs per size (bc) or per level (rl), vmapped")
     sweep.add_argument("--seed", type=int, default=0)
