@@ -91,9 +91,17 @@ class ScriptedTrainer:
 def test_imitation_protocol_trains_twice_t_min_on_shrinking_sets(tmp_path):
     demos = synthetic_demos(400, seed=3)
     trainer = ScriptedTrainer(enough=100, solve_updates=40)
+    partial = []
     result = sweeps.bc_sample_efficiency(
-        CONFIG, demos, num_seeds=3, max_updates=500, train_seeds=trainer, progress=False
+        CONFIG,
+        demos,
+        num_seeds=3,
+        max_updates=500,
+        train_seeds=trainer,
+        on_row=lambda r: partial.append((len(r["rows"]), r["k"])),
+        progress=False,
     )
+    assert partial == [(1, 400), (2, 283), (3, 200), (4, 141), (5, 100), (6, 100)]
     sizes = [call[0] for call in trainer.calls]
     assert sizes == [400, 283, 200, 141, 100, 71]  # stops at the first unsolved size
     assert [call[1] for call in trainer.calls] == [500] + [80] * 5  # the full budget, then 2 T_min

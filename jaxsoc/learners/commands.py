@@ -241,6 +241,7 @@ def cmd_sweep(args) -> int:
                     full_demos=full if args.demos else None,
                     min_demos=args.min_demos,
                     max_updates=args.max_updates,
+                    on_row=lambda partial: sweeps.write_report([*results, partial], args.out),
                     progress=not args.quiet,
                 )
             results.append(result)

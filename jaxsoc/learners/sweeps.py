@@ -219,6 +219,7 @@ def bc_sample_efficiency(
     factor: float = SQRT2,
     max_updates: int | None = None,
     train_seeds: Callable[..., dict[str, Any]] = train_bc_seeds,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Runs the imitation protocol (module docstring) on one level.
@@ -232,6 +233,8 @@ def bc_sample_efficiency(
         factor: the grid's ratio.
         max_updates: the budget of the full-size runs (default ``config.max_epochs`` epochs).
         train_seeds: the trainer (``train_bc_seeds``'s signature; replaceable in tests).
+        on_row: called with the result so far (the return value's layout) after every size, e.g. to write
+            a partial report that survives an interrupted sweep.
         progress: progress bars.
 
     Returns:
@@ -258,19 +261,23 @@ def bc_sample_efficiency(
             "solved_at": result["solved_at"],
         }
 
+    def add(n: int, result: dict[str, Any], budget: int) -> bool:
+        out["rows"].append(row(n, result, budget))
+        out.update(bracket(out["rows"], factor))
+        if on_row is not None:
+            on_row(out)
+        return out["rows"][-1]["solved"]
+
     first = train_seeds(config, demos, num_seeds, budget, progress=progress, **shape)
     hits = [x for x in first["solved_at"] if x is not None]
     out["t_min"] = min(hits) if hits else None
-    out["rows"].append(row(full, first, budget))
-    if hits:
+    if add(full, first, budget):
         for n in size_grid(full, min_demos, factor)[1:]:
             result = train_seeds(
                 config, demos.take(np.arange(n)), num_seeds, 2 * out["t_min"], progress=progress, **shape
             )
-            out["rows"].append(row(n, result, 2 * out["t_min"]))
-            if not out["rows"][-1]["solved"]:
+            if not add(n, result, 2 * out["t_min"]):
                 break
-    out.update(bracket(out["rows"], factor))
     return out
 
 
