@@ -356,7 +356,7 @@ def rl_sample_efficiency(
 def _thousands(x: float | None) -> str:
     if x is None:
         return "—"
-    return f"{x / 1000:,.1f}" if x >= 1000 else f"{x / 1000:.3f}"
+    return f"{x / 1000:,.1f}" if x >= 10_000 else f"{x / 1000:.3g}"
 
 
 def report_table(results: list[dict[str, Any]]) -> str:
