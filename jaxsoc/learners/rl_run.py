@@ -15,6 +15,7 @@ averages the gradients across devices. Multi-host runs call ``jax.distributed.in
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from pathlib import Path
@@ -78,7 +79,11 @@ def shard_runner(runner: Runner, mesh: Mesh, num_envs: int) -> Runner:
 
 
 def _mesh_context(mesh: Mesh):
-    """Returns the context that makes ``mesh`` current (``jax.set_mesh`` where jax has it)."""
+    """Returns the context that makes ``mesh`` current (``jax.set_mesh`` where jax has it); none for one
+    device, so single-device runs share their compiled updates with ``Trainer.run`` called directly (a mesh
+    context is part of jit's cache key)."""
+    if mesh.devices.size == 1:
+        return contextlib.nullcontext()
     return jax.set_mesh(mesh) if hasattr(jax, "set_mesh") else mesh
 
 
