@@ -100,10 +100,10 @@ def smoothed_success(success_rate: np.ndarray, window: int) -> np.ndarray:
         raise ValueError(f"window must be positive, got {window}")
     rates = np.asarray(success_rate, np.float64)
     out = np.full(len(rates), np.nan)
-    for i in range(len(rates)):
-        lo = i - window // 2
-        if lo >= 0 and lo + window <= len(rates):
-            out[i] = np.mean(rates[lo : lo + window])  # NaN if the window holds a NaN
+    if len(rates) >= window:
+        # window sums (a NaN inside makes its sum NaN), label i = first index + window // 2
+        means = np.convolve(rates, np.ones(window), "valid") / window
+        out[window // 2 : window // 2 + len(means)] = means
     return out
 
 
