@@ -38,18 +38,27 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _time_scan(run, key, repeats: int) -> tuple[float, float]:
-    """Returns ``(compile_s, best_run_s)`` of a jitted ``run(key)``."""
-    start = time.perf_counter()
-    compiled = jax.jit(run).lower(key).compile()
-    compile_s = time.perf_counter() - start
-    jax.block_until_ready(compiled(key))  # warm-up (allocations)
+def time_compiled(compiled, key, repeats: int, keep_output: bool = True) -> tuple[Any, float]:
+    """Returns ``(output, best_run_s)`` of a compiled ``run``: ``output`` of a warm-up call on ``key`` (it
+    absorbs allocations; None unless ``keep_output``, so it does not occupy memory while timing), then the
+    best wall time of ``repeats`` calls on ``fold_in(key, r + 1)``."""
+    output = jax.block_until_ready(compiled(key))
+    if not keep_output:
+        output = None
     best = float("inf")
     for r in range(repeats):
         start = time.perf_counter()
         jax.block_until_ready(compiled(jax.random.fold_in(key, r + 1)))
         best = min(best, time.perf_counter() - start)
-    return compile_s, best
+    return output, best
+
+
+def _time_scan(run, key, repeats: int) -> tuple[float, float]:
+    """Returns ``(compile_s, best_run_s)`` of a jitted ``run(key)``."""
+    start = time.perf_counter()
+    compiled = jax.jit(run).lower(key).compile()
+    compile_s = time.perf_counter() - start
+    return compile_s, time_compiled(compiled, key, repeats, keep_output=False)[1]
 
 
 def uses_pooled_resets(env_name: str) -> bool:
@@ -58,13 +67,13 @@ def uses_pooled_resets(env_name: str) -> bool:
     return env_name.startswith("BabyAI-")
 
 
-def measure_jaxsoc(
-    env_name: str, num_envs: int, num_steps: int, repeats: int = 3, pooled: bool | None = None, **overrides: Any
-) -> dict:
-    """Returns a dict (env, num_envs, steps, see_through_walls, resets, compile_s, run_s, steps_per_s,
-    device) for random actions in ``num_envs`` parallel worlds over ``num_steps`` steps, auto-reset
-    included. ``pooled`` selects ``batched_step``'s pooled resets (default: ``uses_pooled_resets``) over
-    ``vmap(env.step)``, which generates a level for every world on every step."""
+def jaxsoc_scan(
+    env_name: str, num_envs: int, num_steps: int, pooled: bool | None = None, **overrides: Any
+) -> tuple[Any, dict]:
+    """Returns ``(run, info)``: ``run(key)``, jittable, resets ``num_envs`` worlds and steps them ``num_steps``
+    times with random actions, auto-reset included; ``info`` holds the row's parameters (env, impl, num_envs,
+    steps, see_through_walls, resets). ``pooled`` selects ``batched_step``'s pooled resets (default:
+    ``uses_pooled_resets``) over ``vmap(env.step)``, which generates a level for every world on every step."""
     from jaxsoc.core.autoreset import batched_step
 
     env, params = jaxsoc.make(env_name, **overrides)
@@ -92,14 +101,27 @@ def measure_jaxsoc(
         carry = (obs, state, jnp.zeros(num_envs))
         return jax.lax.scan(body, carry, (jnp.arange(num_steps), actions))[0]
 
-    compile_s, run_s = _time_scan(run, jax.random.key(0), repeats)
-    return {
+    info = {
         "env": env_name,
         "impl": "jaxsoc",
         "num_envs": num_envs,
         "steps": num_steps,
         "see_through_walls": bool(getattr(params, "see_through_walls", False)),
         "resets": "pooled" if pooled else "every step",
+    }
+    return run, info
+
+
+def measure_jaxsoc(
+    env_name: str, num_envs: int, num_steps: int, repeats: int = 3, pooled: bool | None = None, **overrides: Any
+) -> dict:
+    """Returns a dict (env, num_envs, steps, see_through_walls, resets, compile_s, run_s, steps_per_s,
+    device) for random actions in ``num_envs`` parallel worlds over ``num_steps`` steps, auto-reset
+    included (``jaxsoc_scan``)."""
+    run, info = jaxsoc_scan(env_name, num_envs, num_steps, pooled, **overrides)
+    compile_s, run_s = _time_scan(run, jax.random.key(0), repeats)
+    return {
+        **info,
         "compile_s": compile_s,
         "run_s": run_s,
         "steps_per_s": num_envs * num_steps / run_s,
@@ -186,15 +208,21 @@ def run_table(
             theirs = measure_xminigrid(name, num_envs, num_steps, repeats) if xminigrid else None
             for see_through in occlusion:
                 ours = measure_jaxsoc(name, num_envs, num_steps, repeats, see_through_walls=see_through)
-                row = dict(ours)
-                row["minigrid_steps_per_s"] = reference["steps_per_s"] if reference else None
-                row["ratio_minigrid"] = ours["steps_per_s"] / reference["steps_per_s"] if reference else None
-                row["xminigrid_steps_per_s"] = theirs["steps_per_s"] if theirs else None
-                row["ratio_xminigrid"] = ours["steps_per_s"] / theirs["steps_per_s"] if theirs else None
                 _log(f"{name} N={num_envs} see_through_walls={see_through}: {ours['steps_per_s']:.3g} steps/s")
-                rows.append(row)
+                rows.append(compare_row(ours, reference, theirs))
     print(format_table(rows))
     return rows
+
+
+def compare_row(ours: dict, reference: dict | None, theirs: dict | None) -> dict:
+    """Returns jaxsoc's row with minigrid's (``reference``) and xminigrid's (``theirs``) rates and the ratios
+    added (``None`` for a rate not measured)."""
+    row = dict(ours)
+    row["minigrid_steps_per_s"] = reference["steps_per_s"] if reference else None
+    row["ratio_minigrid"] = ours["steps_per_s"] / reference["steps_per_s"] if reference else None
+    row["xminigrid_steps_per_s"] = theirs["steps_per_s"] if theirs else None
+    row["ratio_xminigrid"] = ours["steps_per_s"] / theirs["steps_per_s"] if theirs else None
+    return row
 
 
 def format_table(rows: list[dict]) -> str:

@@ -114,6 +114,17 @@ def cmd_render(args) -> int:
 def cmd_bench(args) -> int:
     from jaxsoc.benchmark import run_table
 
+    if args.suite == "gpu":
+        from jaxsoc import gpu_suite
+
+        flags = {"--envs": args.envs, "--num-envs": args.num_envs, "--steps": args.steps, "--json": args.json}
+        given = [flag for flag, value in flags.items() if value]
+        if given:
+            print(
+                f"jaxsoc bench --suite gpu: {', '.join(given)} not taken (the parts set their sizes)", file=sys.stderr
+            )
+            return 2
+        return gpu_suite.run_from_args(args)
     gpu = _on_accelerator()
     if args.suite == "bot":
         from jaxsoc.bot_benchmark import run_bot_table
@@ -171,6 +182,7 @@ def cmd_demos(args) -> int:
         if value < 1:
             print(f"jaxsoc demos: {flag} must be a positive integer, got {value}", file=sys.stderr)
             return 2
+    from jaxsoc.data.memory import bot_failed
     from jaxsoc.envs.babyai import bot
 
     try:
@@ -180,7 +192,7 @@ def cmd_demos(args) -> int:
             args.episodes,
             expert_init=bot.bot_init,
             expert_act=bot.bot_act,
-            expert_failed=lambda s: s.failed,
+            expert_failed=bot_failed,  # module-level: bot_demos shares the compiled rollout
             expert_name="babyai-bot",
             num_envs=args.num_envs,
             seed=args.seed,
@@ -229,10 +241,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=3)
     bench.add_argument(
         "--suite",
-        choices=["classic", "babyai", "bot"],
+        choices=["classic", "babyai", "bot", "gpu"],
         default="classic",
-        help="classic MiniGrid envs, the 19 BabyAI levels (resets pooled, minigrid occlusion), or the BabyAI bot "
-        "(bot steps/s against minigrid's BabyAIBot)",
+        help="classic MiniGrid envs, the 19 BabyAI levels (resets pooled, minigrid occlusion), the BabyAI bot "
+        "(bot steps/s against minigrid's BabyAIBot), or every GPU figure of the project (jaxsoc.gpu_suite: "
+        "budgeted parts, row files and the generated GPU section of benchmarks/RESULTS.md)",
     )
     bench.add_argument(
         "--see-through-walls", choices=["both", "on", "off"], help="default: both (classic), off (babyai)"
@@ -240,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--reference-seconds", type=float, default=5.0)
     bench.add_argument("--no-reference", action="store_true", help="skip the minigrid reference rate")
     bench.add_argument("--json", help="also write the rows as JSON")
+    from jaxsoc.gpu_suite import add_arguments as add_gpu_suite_arguments
+
+    add_gpu_suite_arguments(bench.add_argument_group("GPU suite (--suite gpu; see jaxsoc.gpu_suite)"))
     bench.set_defaults(func=cmd_bench)
 
     demos = sub.add_parser("demos", help="write a BabyAI bot demonstration dataset (sharded, resumable)")

@@ -49,9 +49,10 @@ def _alarm(*_):
     raise BotHang("minigrid's bot did not answer within 5 s")
 
 
-def bot_actions(env, limit: int = BOT_STEPS) -> np.ndarray:
+def bot_actions(env, limit: int = BOT_STEPS, strict: bool = False) -> np.ndarray:
     """Runs minigrid's bot on a reset env (which it steps) and returns its actions, ``int32[n]``. The bot
-    can loop forever inside ``replan`` (reference §0.3), so each call has a watchdog."""
+    can loop forever inside ``replan`` (reference §0.3), so each call has a watchdog. By default a hang or one
+    of the bot's documented assertion errors ends the episode with the steps so far; ``strict`` raises it."""
     bot = BabyAIBot(env.unwrapped)
     actions = []
     previous = signal.signal(signal.SIGALRM, _alarm)
@@ -60,7 +61,9 @@ def bot_actions(env, limit: int = BOT_STEPS) -> np.ndarray:
             signal.alarm(5)
             try:
                 action = int(bot.replan())
-            except Exception:  # a hang, or the bot's documented assertion errors: keep the steps so far
+            except Exception:
+                if strict:
+                    raise
                 break
             finally:
                 signal.alarm(0)
@@ -168,54 +171,117 @@ def _objects(u, kinds=("key", "ball", "box")):
     ]
 
 
+PICKUP, DROP, TOGGLE = 3, 4, 5
+
+
+def _ends_with(action: int):
+    return lambda actions, env: actions[-1] == action
+
+
+def _door_of(u, color: str, where) -> bool:
+    """Whether a door of ``color`` is at one of the cells ``where``."""
+    cells = [u.grid.get(x, y) for x, y in where if 0 <= x < u.grid.width and 0 <= y < u.grid.height]
+    return any(c is not None and c.type == "door" and c.color == color for c in cells)
+
+
 def _corner_cases(u):
     """Hand-built instruction trees for the verifier's corner cases (reference §8.5), on a reset level:
-    ``{case: (instruction, bot_instruction, extra_actions)}``. The bot plans for ``bot_instruction``
-    (``None``: the instruction itself) and ``extra_actions`` follow its episode."""
+    ``{case: (instruction, event)}``. ``event(actions, env)`` tells whether the bot's successful episode did
+    what the case is about (on the recording env after the episode). Levels without doors (GoToLocal) get
+    door-free versions of the two door cases, under their own names."""
     objs = _objects(u)
     doors = _objects(u, ("door",))
     a, b, c = objs[0], objs[1], objs[2]
-    d = doors[0] if doors else c
-    return {
-        # go to an object after picking it up: its position is stale, so facing its old cell succeeds
-        "pickup then goto same": (BeforeInstr(PickupInstr(_desc(a)), GoToInstr(_desc(a))), None, ()),
-        "goto after pickup": (AfterInstr(GoToInstr(_desc(b)), PickupInstr(_desc(b))), None, ()),
-        "put next to a door": (PutNextInstr(_desc(a), _desc(d)), None, ()),
-        "and of pickups": (AndInstr(PickupInstr(_desc(a)), PickupInstr(_desc(b))), None, ()),
-        "seq of ands": (
+    cases = {
+        # go to an object after picking it up: its position is stale, so the go to succeeds at the pickup itself
+        "pickup then goto same": (BeforeInstr(PickupInstr(_desc(a)), GoToInstr(_desc(a))), _ends_with(PICKUP)),
+        "goto after pickup": (AfterInstr(GoToInstr(_desc(b)), PickupInstr(_desc(b))), _ends_with(PICKUP)),
+        # both objects picked up, one at a time
+        "and of pickups": (
+            AndInstr(PickupInstr(_desc(a)), PickupInstr(_desc(b))),
+            lambda actions, env: np.sum(actions == PICKUP) >= 2 and DROP in actions,
+        ),
+        "after with put next": (AfterInstr(PutNextInstr(_desc(b), _desc(c)), PickupInstr(_desc(a))), _ends_with(DROP)),
+        # the drop refreshes the positions: facing the object just put down completes the go to at once
+        "put next then goto moved": (
+            BeforeInstr(PutNextInstr(_desc(a), _desc(b)), GoToInstr(_desc(a))),
+            _ends_with(DROP),
+        ),
+    }
+    if doors:
+        d = doors[0]
+
+        def next_to_door(actions, env):  # the object put down (in front of the agent) touches a door of d's colour
+            (x, y), u = env.unwrapped.front_pos, env.unwrapped
+            return actions[-1] == DROP and _door_of(u, d.color, [(x + 1, y), (x - 1, y), (x, y + 1), (x, y - 1)])
+
+        def opened_door(actions, env):  # a door of d's colour was toggled open
+            doors = _objects(env.unwrapped, ("door",))
+            return TOGGLE in actions and any(door.color == d.color and door.is_open for door in doors)
+
+        cases["put next to a door"] = (PutNextInstr(_desc(a), _desc(d)), next_to_door)
+        cases["seq of ands"] = (
             BeforeInstr(
                 AndInstr(GoToInstr(_desc(c)), PickupInstr(_desc(a))), AndInstr(OpenInstr(_desc(d)), GoToInstr(_desc(b)))
-            )
-            if doors
-            else BeforeInstr(GoToInstr(_desc(c)), PickupInstr(_desc(a))),
-            None,
-            (),
-        ),
-        "after with put next": (AfterInstr(PutNextInstr(_desc(b), _desc(c)), PickupInstr(_desc(a))), None, ()),
-        # the drop refreshes the positions: facing the object just put down completes the go to at once
-        "put next then goto moved": (BeforeInstr(PutNextInstr(_desc(a), _desc(b)), GoToInstr(_desc(a))), None, ()),
-    }
+            ),
+            opened_door,
+        )
+    else:
+        cases["put next to an object"] = (PutNextInstr(_desc(a), _desc(c)), _ends_with(DROP))
+        cases["seq of goto and pickup"] = (
+            BeforeInstr(GoToInstr(_desc(c)), PickupInstr(_desc(a))),
+            lambda actions, env: PICKUP in actions,
+        )
+    return cases
 
 
-@pytest.mark.parametrize("name", ["GoToLocal", "GoTo", "BossLevel"])
-def test_verifier_corner_cases_match_minigrid(name):
-    episodes = []
+DOOR_CASES = {"put next to a door", "seq of ands"}
+NO_DOOR_CASES = {"put next to an object", "seq of goto and pickup"}
+COMMON_CASES = {
+    "pickup then goto same",
+    "goto after pickup",
+    "and of pickups",
+    "after with put next",
+    "put next then goto moved",
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "cases"),
+    [("GoToLocal", NO_DOOR_CASES), ("GoTo", DOOR_CASES), ("BossLevel", DOOR_CASES)],
+    ids=["GoToLocal", "GoTo", "BossLevel"],
+)
+def test_verifier_corner_cases_match_minigrid(name, cases):
+    """Every case on 3 seeds: the bot (which must not raise or hang) completes the instruction, the case's event
+    happens in minigrid, and jaxsoc's replay matches minigrid at every step."""
+    episodes, exercised, problems = [], set(), []
     for seed in range(3):
         for case in _corner_cases(make_level(name, seed).unwrapped):
-            envs = []
-            for role in range(2):  # one env for the bot to plan on, one to record
+            envs, events = [], []
+            for _ in range(2):  # one env for the bot to plan on, one to record
                 ref = make_level(name, seed)
                 u = ref.unwrapped
-                instruction, driver, extra = _corner_cases(u)[case]
-                u.instrs = driver if role == 0 and driver is not None else instruction
+                u.instrs, event = _corner_cases(u)[case]
                 u.instrs.reset_verifier(u)
                 u.max_steps = 600
                 envs.append(ref)
-            acts = np.concatenate([bot_actions(envs[0]), np.asarray(extra, np.int32)]).astype(np.int32)
+                events.append(event)
+            acts = bot_actions(envs[0], strict=True)
             state, params = from_minigrid(envs[1])
             rec = record_episode(envs[1], acts)
-            if len(acts):
-                episodes.append((state, params, acts, rec))
+            where = f"{name} seed {seed} {case!r}"
+            if not len(acts):
+                problems.append(f"{where}: no step")
+                continue
+            if not (rec["terminated"][-1] and rec["reward"][-1] > 0):
+                problems.append(f"{where}: no success in {rec['steps']} steps")
+            elif not events[1](acts, envs[1]):
+                problems.append(f"{where}: the case's event did not happen (actions {acts.tolist()})")
+            else:
+                exercised.add(case)
+            episodes.append((state, params, acts, rec))
+    assert not problems, "\n".join(problems)
+    assert exercised == COMMON_CASES | cases
     assert compare(name, episodes) > 0
 
 

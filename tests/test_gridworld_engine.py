@@ -179,11 +179,22 @@ def test_reset_and_step_every_env(env_and_params):
     assert reward.dtype == jnp.float32 and terminated.dtype == jnp.bool_ and truncated.dtype == jnp.bool_
 
 
-def test_reset_is_deterministic_and_keyed(env_and_params):
+# minigrid's Empty rooms start the agent and place the goal at fixed cells: their reset does not use the key
+KEY_INDEPENDENT_RESETS = {f"MiniGrid-Empty-{n}x{n}-v0" for n in (5, 6, 8, 16)}
+
+
+def test_reset_is_deterministic_and_keyed(env_and_params, request):
     env, params = env_and_params
     a = env.reset(jax.random.key(3), params)
     b = env.reset(jax.random.key(3), params)
     chex.assert_trees_all_equal(a, b)
+    # another key gives another episode (observation or state), except on the fixed layouts
+    other = env.reset(jax.random.key(4), params)
+    same = all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(other)))
+    name = request.node.callspec.params["env_and_params"]
+    assert same == (name in KEY_INDEPENDENT_RESETS), (
+        f"{name}: keys 3 and 4 give {'the same' if same else 'other'} resets"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -203,18 +214,44 @@ def test_vmap_equals_per_world_steps(doorkey):
 
 
 class StepEnvVariants(chex.TestCase):
-    """``step_env`` gives the same result traced under jit and run op by op."""
+    """``step_env`` gives the same result compiled and run op by op. Each variant is compared with the other
+    kind of execution: the jitted variant with an eager run under ``jax.disable_jit()``, the eager variant (run
+    under ``jax.disable_jit()``, so not even ``lax`` control flow is compiled) with ``jax.jit``; the function
+    records whether it saw tracers, which shows that one side was traced and the other ran on concrete arrays."""
 
     @chex.variants(with_jit=True, without_jit=True)
     def test_step_env_jit_equivalence(self):
         env, params = jaxsoc.make("MiniGrid-DoorKey-5x5-v0")
         _, state = env.reset(jax.random.key(0), params)
-        step = self.variant(lambda s, a: env.step_env(jax.random.key(0), s, a, params))
-        reference = jax.jit(lambda s, a: env.step_env(jax.random.key(0), s, a, params))
+        traced = []
+
+        def step_env(s, a):
+            traced.append(isinstance(s.agent_pos, jax.core.Tracer))
+            return env.step_env(jax.random.key(0), s, a, params)
+
+        def eager(fn):
+            def run(*args):
+                with jax.disable_jit():
+                    return fn(*args)
+
+            return run
+
+        compiled = self.variant.type == chex.ChexVariantType.WITH_JIT
+        step = self.variant(step_env) if compiled else eager(self.variant(step_env))
+        reference = eager(step_env) if compiled else jax.jit(step_env)
+        jit_traces = 0
         for action in (2, 1, 2, 3, 5, 0, 2):
-            out, expected = step(state, action), reference(state, action)
+            traced.clear()
+            out = step(state, action)
+            calls = len(traced)
+            expected = reference(state, action)
+            eager_side, jit_side = (traced[calls:], traced[:calls]) if compiled else (traced[:calls], traced[calls:])
+            assert eager_side == [False]  # ran in Python on concrete arrays
+            assert all(jit_side)  # traced (the first time) or run from jit's cache: never on concrete arrays
+            jit_traces += len(jit_side)
             chex.assert_trees_all_equal(out, expected)
             state = out[1]
+        assert jit_traces >= 1
 
 
 def test_auto_reset_returns_final_observation():

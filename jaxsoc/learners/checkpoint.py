@@ -187,7 +187,9 @@ def _match(raw: Any, template: Any, where: str) -> Any:
         elif np.shape(node) != np.shape(want) or np.dtype(node.dtype) != np.dtype(want.dtype):
             problems.append(f"{name}: checkpoint {_describe(node)}, expected {_describe(want)}")
         else:
-            value = jnp.asarray(node)
+            # through numpy: orbax returns device-committed arrays, and committed inputs miss the jit cache of
+            # a fresh run's (uncommitted) state, recompiling the whole update on every resume
+            value = jnp.asarray(np.asarray(node))
             out.append(jax.random.wrap_key_data(value, impl=jax.random.key_impl(leaf)) if _is_key(leaf) else value)
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")

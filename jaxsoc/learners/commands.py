@@ -3,7 +3,8 @@
 ``jaxsoc train ppo --env BabyAI-GoToRedBallGrey-v0 --frames 2e6 --out runs/rbg`` trains with the BabyAI recipe;
 ``--set name=value`` overrides any field of the algorithm's config, converted to the field's type (an unknown
 field or a value of the wrong type is an error naming the valid fields). ``jaxsoc eval RUN_DIR`` evaluates the
-newest checkpoint of a run over fixed validation episodes and can write a GIF of some of them.
+newest checkpoint of a run over fixed validation episodes, with sampled actions (the headline, as the BabyAI
+reference evaluates) and greedy ones beside, and can write a GIF of some of them.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ def cmd_train(args) -> int:
         return 2
     from jaxsoc.learners.rl_run import train_rl
 
+    # --coordinator/--num-processes/--process-id imply --distributed, which uses every process's devices
+    cluster = (args.coordinator, args.num_processes, args.process_id)
+    distributed = args.distributed or any(v is not None for v in cluster)
     try:
         summary = train_rl(
             config,
@@ -89,16 +93,38 @@ def cmd_train(args) -> int:
             checkpoint_every=args.checkpoint_every,
             resume=args.resume,
             eval_episodes=args.eval_episodes,
-            devices=None if args.devices == 1 else _devices(args.devices),
-            distributed=args.distributed,
+            gif_episodes=args.gif_episodes,
+            devices=None if args.devices == 1 or distributed else _devices(args.devices),
+            distributed=distributed,
+            coordinator=args.coordinator,
+            num_processes=args.num_processes,
+            process_id=args.process_id,
             progress=not args.quiet,
         )
     except ValueError as error:
         print(f"jaxsoc train: {error}", file=sys.stderr)
         return 2
     print(json.dumps(summary, indent=1))
-    print(f"wrote {Path(args.out) / 'metrics.csv'}, metrics.json, curves.png and checkpoints/")
+    print(run_line(summary, config.preset, Path(args.out)))
     return 0
+
+
+def run_line(summary: dict[str, Any], preset: str, out: Path) -> str:
+    """Returns the one line that ends ``jaxsoc train``: what was trained, the evaluations (sampled actions,
+    greedy beside them) and where the curves, checkpoint and GIF are."""
+    line = (
+        f"trained {summary['algo'].upper()} ({preset}) on {summary['env_id']}: {summary['frames']:,} frames in "
+        f"{summary['wall_s'] / 60:.1f} min on {summary['device']}"
+    )
+    if "eval_success_rate" in summary:
+        line += (
+            f"; evaluation on {int(summary['eval_episodes'])} levels: success {summary['eval_success_rate']:.3f} "
+            f"sampled, {summary['eval_greedy_success_rate']:.3f} greedy"
+        )
+    line += f"; curves {out / 'curves.png'}, checkpoint {summary['checkpoint']}"
+    if "gif" in summary:
+        line += f", episodes {summary['gif']}"
+    return line
 
 
 def _devices(count: int) -> list[Any]:
@@ -138,13 +164,18 @@ def _train_imitation(args) -> int:
     if args.algo == "bc" and not args.demos:
         print("jaxsoc train bc: --demos DIR is required (write one with jaxsoc demos)", file=sys.stderr)
         return 2
+    # il-interactive: --set items naming an ImitationConfig field (start_demos, growth, max_rounds, ...) set it,
+    # the others the BCConfig of every round
+    loop_fields = {f.name for f in dataclasses.fields(ImitationConfig)} - {"bc"}
+    loop_items = [i for i in args.set if args.algo != "bc" and i.partition("=")[0] in loop_fields]
     try:
-        config = bc_config(args.env, args.preset, args.set, seed=args.seed)
+        config = bc_config(args.env, args.preset, [i for i in args.set if i not in loop_items], seed=args.seed)
         out = Path(args.out)
         if args.algo == "bc":
             variables, history = train_bc(config, args.demos, out_dir=out, progress=not args.quiet)
         else:
-            result = interactive_imitation(ImitationConfig(bc=config), args.demos, out_dir=out, progress=not args.quiet)
+            loop = ImitationConfig(bc=config, **parse_overrides(ImitationConfig, loop_items))
+            result = interactive_imitation(loop, args.demos, out_dir=out, progress=not args.quiet)
             variables, history = result.variables, result.rounds
     except (TypeError, ValueError, FileNotFoundError) as error:
         print(f"jaxsoc train: {error}", file=sys.stderr)
@@ -173,7 +204,7 @@ def cmd_eval(args) -> int:
     import numpy as np
 
     from jaxsoc.learners.checkpoint import read_meta
-    from jaxsoc.learners.evaluate import evaluate
+    from jaxsoc.learners.evaluate import evaluate_sampled_and_greedy
     from jaxsoc.learners.policy import load_policy
 
     try:
@@ -183,14 +214,22 @@ def cmd_eval(args) -> int:
     except (FileNotFoundError, ValueError, KeyError) as error:
         print(f"jaxsoc eval: {error}", file=sys.stderr)
         return 2
-    result = evaluate(env, params, model, variables, args.episodes, seed=args.seed, greedy=not args.sample)
-    summary = {"env_id": env_id, "kind": meta.get("kind"), **result.summary()}
+    try:
+        result = evaluate_sampled_and_greedy(env, params, model, variables, args.episodes, seed=args.seed)
+    except ValueError as error:
+        print(f"jaxsoc eval: {error}", file=sys.stderr)
+        return 2
+    summary = {"env_id": env_id, "kind": meta.get("kind"), **result}
     print(json.dumps(summary, indent=1))
+    print(
+        f"{env_id}: success {result['success_rate']:.3f} with sampled actions, {result['greedy_success_rate']:.3f} "
+        f"greedy, on {int(result['episodes'])} levels (seed {args.seed})"
+    )
     if args.gif:
         from jaxsoc.core.render import save_gif, tile_frames
         from jaxsoc.learners.policy import record_episodes
 
-        frames = record_episodes(env, params, model, variables, args.gif_episodes, args.seed, not args.sample)
+        frames = record_episodes(env, params, model, variables, args.gif_episodes, args.seed, args.gif_greedy)
         out = save_gif(tile_frames(np.asarray(frames), columns=min(4, args.gif_episodes)), args.gif, fps=args.fps)
         print(f"wrote {out}")
     return 0
@@ -267,13 +306,29 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--num-envs", type=int, help="parallel worlds (RL)")
     train.add_argument("--demos", help="demonstration dataset directory (bc)")
     train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="config field override")
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="config field override (il-interactive: ImitationConfig fields such as start_demos too)",
+    )
     train.add_argument("--resume", action="store_true", help="continue from the run's newest checkpoint")
     train.add_argument("--chunk-updates", type=int, default=10, help="updates per compiled chunk (RL)")
     train.add_argument("--checkpoint-every", type=int, default=100, help="updates (RL) / epochs (bc)")
-    train.add_argument("--eval-episodes", type=int, default=512)
+    train.add_argument(
+        "--eval-episodes", type=int, default=512, help="final evaluation (RL): sampled actions, greedy beside"
+    )
+    train.add_argument("--gif-episodes", type=int, default=4, help="RL: episodes in RUN/episodes.gif (0: none)")
     train.add_argument("--devices", type=int, default=1, help="data-parallel devices (0: all)")
-    train.add_argument("--distributed", action="store_true", help="multi-host: jax.distributed.initialize()")
+    train.add_argument(
+        "--distributed",
+        action="store_true",
+        help="multi-host (RL): one process per host, all devices of all processes (cluster settings auto-detected)",
+    )
+    train.add_argument("--coordinator", metavar="HOST:PORT", help="--distributed: process 0's address and a free port")
+    train.add_argument("--num-processes", type=int, help="--distributed: number of processes")
+    train.add_argument("--process-id", type=int, help="--distributed: this process's index (0 on the coordinator)")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(func=cmd_train)
 
@@ -282,8 +337,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--env", help="evaluate on another env than the run's")
     ev.add_argument("--episodes", type=int, default=512)
     ev.add_argument("--seed", type=int, default=10**9)
-    ev.add_argument("--sample", action="store_true", help="sample actions instead of argmax")
-    ev.add_argument("--gif", help="write a GIF of the first episodes")
+    ev.add_argument("--gif", help="write a GIF of the first episodes (sampled actions)")
+    ev.add_argument("--gif-greedy", action="store_true", help="the GIF's episodes with argmax actions")
     ev.add_argument("--gif-episodes", type=int, default=4)
     ev.add_argument("--fps", type=float, default=8)
     ev.set_defaults(func=cmd_eval)

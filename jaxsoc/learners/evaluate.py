@@ -1,5 +1,10 @@
 """Evaluation of a recurrent policy: success rate, mean return and episode length over fixed episodes.
 
+The headline figure samples actions from the policy, as the BabyAI reference's evaluation does unless asked
+for argmax; ``evaluate_sampled_and_greedy`` reports it with the greedy (argmax) figure beside it. A greedy
+policy can be much worse than its sampled self: an under-trained policy that prefers ``forward`` facing a
+wall repeats it until the step limit, where sampling escapes.
+
 Episode ``i`` of an evaluation with seed ``s`` is played on the level ``env.reset_env(fold_in(key(s), i))``,
 so two policies evaluated with the same seed see the same levels. All episodes run at once in a batch of
 worlds (a jitted ``lax.while_loop`` that stops when every episode has ended), without auto-reset: a world
@@ -124,3 +129,24 @@ def evaluate(
     keys = episode_keys(seed, num_episodes)
     policy_key = jax.random.fold_in(jax.random.key(seed), -1 % 2**31)
     return play(env, env_params, model, variables, keys, policy_key, greedy=greedy, step_cap=step_cap)
+
+
+def evaluate_sampled_and_greedy(
+    env: Environment,
+    env_params: Any,
+    model: nn.Module,
+    variables: Any,
+    num_episodes: int = 512,
+    seed: int = VALIDATION_SEED,
+) -> dict[str, float]:
+    """Returns the sampled-action summary (``success_rate``, ``mean_return``, ``mean_length``, ``episodes``)
+    with the greedy one beside it (``greedy_success_rate``, ``greedy_mean_return``, ``greedy_mean_length``),
+    both on the same ``num_episodes`` levels of ``seed`` (one compiled episode loop serves both).
+
+    Raises:
+        ValueError: as ``evaluate``.
+    """
+    sampled = evaluate(env, env_params, model, variables, num_episodes, seed, greedy=False).summary()
+    greedy = evaluate(env, env_params, model, variables, num_episodes, seed, greedy=True).summary()
+    sampled.update({f"greedy_{k}": v for k, v in greedy.items() if k != "episodes"})
+    return sampled

@@ -184,7 +184,8 @@ def failed_mission_demos(
             break
         levels = np.arange(cursor, cursor + config.probe_episodes, dtype=np.int64)
         keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(base_key, jnp.asarray(levels, jnp.int32))
-        evaluation = play(env, env_params, model, variables, keys, policy_key, greedy=True)
+        # spelled as evaluate calls it (jit caches per spelling of static arguments): validation's compiled loop
+        evaluation = play(env, env_params, model, variables, keys, policy_key, greedy=True, step_cap=100_000)
         failed = levels[~np.asarray(evaluation.success)]
         probed += config.probe_episodes
         last_used = None

@@ -3,14 +3,19 @@
 ``train_rl(config, run_dir)`` trains ``config.num_updates`` updates in chunks of ``chunk_updates`` (one
 compiled ``Trainer.run`` each), appends every update's metrics to ``run_dir/metrics.csv``, saves a checkpoint
 under ``run_dir/checkpoints`` every ``checkpoint_every`` updates and at the end, and finishes with a greedy
-evaluation and ``metrics.json`` + ``curves.png``. With ``resume=True`` it restores the newest checkpoint and
+evaluation (sampled actions as the headline, greedy beside it), ``metrics.json`` + ``curves.png`` and, with
+``gif_episodes``, ``episodes.gif`` of evaluated episodes. With ``resume=True`` it restores the newest checkpoint and
 continues; since every update is the same pure function of the runner, the resumed run ends with exactly
 the state of the uninterrupted one.
 
 Data parallelism: with ``devices`` (default: one), the worlds, and with them every minibatch, are sharded
 over a ``jax.sharding.Mesh`` of those devices on the ``data`` axis; the parameters are replicated and XLA
-averages the gradients across devices. Multi-host runs call ``jax.distributed.initialize()`` first
-(``distributed=True``) and use every process's devices.
+averages the gradients across devices. Multi-host runs (``distributed=True``, one process per host, all
+running the same command) join with ``jax.distributed.initialize()`` (``init_distributed``) and shard over
+every process's devices: each process builds the same initial state and keeps its own shards of it, all
+processes save each checkpoint together (with the whole state: it restores in one process), and only
+process 0 writes ``metrics.csv``, ``metrics.json``, ``curves.png`` and the GIF. ``tests/test_distributed.py``
+checks that two CPU processes of two devices end where one process of four devices does.
 """
 
 from __future__ import annotations
@@ -27,11 +32,12 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from tqdm.auto import tqdm
 
 from jaxsoc.learners.checkpoint import Checkpointer
-from jaxsoc.learners.evaluate import evaluate
+from jaxsoc.learners.evaluate import VALIDATION_SEED, evaluate_sampled_and_greedy
 from jaxsoc.learners.ppo import PPOConfig, Runner, Trainer, trainer_for
 from jaxsoc.learners.run_log import MetricsLog
 
 CHECKPOINTS = "checkpoints"
+EPISODES_GIF = "episodes.gif"
 
 
 def data_mesh(devices: list[Any] | None = None) -> Mesh:
@@ -54,12 +60,12 @@ def shard_runner(runner: Runner, mesh: Mesh, num_envs: int) -> Runner:
     whole = NamedSharding(mesh, PartitionSpec())
 
     def place(x):
-        return jax.device_put(x, split if np.ndim(x) and np.shape(x)[0] == num_envs else whole)
+        return _put(x, split if np.ndim(x) and np.shape(x)[0] == num_envs else whole)
 
     worlds = (runner.env_states, runner.obs, runner.done, runner.memory, runner.episode_return, runner.episode_length)
     placed = jax.tree_util.tree_map(place, worlds)
     shared = jax.tree_util.tree_map(
-        lambda x: jax.device_put(x, whole), (runner.params, runner.batch_stats, runner.opt_state, runner.key)
+        lambda x: _put(x, whole), (runner.params, runner.batch_stats, runner.opt_state, runner.key)
     )
     env_states, obs, done, memory, episode_return, episode_length = placed
     params, batch_stats, opt_state, key = shared
@@ -68,7 +74,7 @@ def shard_runner(runner: Runner, mesh: Mesh, num_envs: int) -> Runner:
         batch_stats=batch_stats,
         opt_state=opt_state,
         key=key,
-        update=jax.device_put(runner.update, whole),
+        update=_put(runner.update, whole),
         env_states=env_states,
         obs=obs,
         done=done,
@@ -76,6 +82,66 @@ def shard_runner(runner: Runner, mesh: Mesh, num_envs: int) -> Runner:
         episode_return=episode_return,
         episode_length=episode_length,
     )
+
+
+def _is_key(x: Any) -> bool:
+    return isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _put(x: Any, sharding: NamedSharding) -> jax.Array:
+    """Returns ``x`` placed with ``sharding``. In a multi-process run every process holds the whole value of
+    ``x`` (computed identically) and builds only its addressable shards from it: ``jax.device_put`` refuses a
+    process-local array for a global sharding."""
+    if jax.process_count() == 1:
+        return jax.device_put(x, sharding)
+    if _is_key(x):
+        return jax.random.wrap_key_data(_put(jax.random.key_data(x), sharding), impl=jax.random.key_impl(x))
+    value = np.asarray(x)
+    return jax.make_array_from_callback(value.shape, sharding, lambda index: value[index])
+
+
+def _identity(tree: Any) -> Any:
+    return tree
+
+
+def host_local(tree: Any, mesh: Mesh) -> Any:
+    """Returns ``tree``'s arrays as numpy arrays of their whole value (``jax.device_get``). In a multi-process
+    run, where no process can read the others' shards, the arrays are first replicated over ``mesh`` (one
+    jitted gather; every process must call this), and typed PRNG keys become their raw ``uint32`` data."""
+    if jax.process_count() == 1:
+        return jax.device_get(tree)
+    raw = jax.tree_util.tree_map(lambda x: jax.random.key_data(x) if _is_key(x) else x, tree)
+    whole = jax.jit(_identity, out_shardings=NamedSharding(mesh, PartitionSpec()))(raw)
+    return jax.tree_util.tree_map(np.asarray, whole)
+
+
+def init_distributed(
+    coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None
+) -> None:
+    """Joins a multi-process run (``jax.distributed.initialize``), once per process, before any JAX
+    computation. Arguments left None are auto-detected (SLURM, Open MPI, TPU pods, Kubernetes; the coordinator
+    also from ``JAX_COORDINATOR_ADDRESS``). On CPU, cross-process collectives use gloo."""
+    if jax.distributed.is_initialized():
+        return
+    # older jax has no cross-process CPU collectives unless asked for (newer ones default to gloo)
+    if getattr(jax.config, "jax_cpu_collectives_implementation", "gloo") in (None, "none"):
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator, num_processes, process_id)
+
+
+class _NoLog:
+    """The metrics log of the processes of a multi-process run but process 0, which alone writes files."""
+
+    rows: tuple = ()
+
+    def truncate(self, key: str, last: float) -> None:
+        pass
+
+    def append(self, rows: list[dict[str, Any]]) -> None:
+        pass
+
+    def finish(self, summary: dict[str, Any], **kwargs: Any) -> None:
+        pass
 
 
 def _mesh_context(mesh: Mesh):
@@ -117,8 +183,12 @@ def train_rl(
     checkpoint_every: int = 100,
     resume: bool = False,
     eval_episodes: int = 512,
+    gif_episodes: int = 0,
     devices: list[Any] | None = None,
     distributed: bool = False,
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Trains (or resumes) a run in ``run_dir``; returns its summary (final evaluation and totals).
@@ -131,23 +201,29 @@ def train_rl(
         checkpoint_every: updates between checkpoints (rounded up to whole chunks); always at the end.
         resume: continue from the newest checkpoint in ``run_dir`` (its config must match ``config`` except
             ``total_frames``); without one, start afresh.
-        eval_episodes: greedy evaluation episodes at the end (0 skips it).
+        eval_episodes: evaluation episodes at the end (0 skips it): ``eval_success_rate`` etc. with sampled
+            actions, ``eval_greedy_success_rate`` etc. with argmax actions, on the same levels.
+        gif_episodes: write ``run_dir/episodes.gif`` of this many evaluation episodes (sampled actions).
         devices: devices of the data-parallel mesh (default: the first device only).
-        distributed: call ``jax.distributed.initialize()`` and use all global devices.
+        distributed: join a multi-process run (``init_distributed``) and use every process's devices; only
+            process 0 writes the metrics, curves and GIF, all processes write the checkpoints together.
+        coordinator, num_processes, process_id: of a distributed run: process 0's ``host:port``, the number of
+            processes and this one's index (each None: auto-detected, see ``init_distributed``).
         progress: show a progress bar with the success rate and steps per second.
 
     Raises:
         ValueError: bad arguments, or an incompatible checkpoint (see ``Checkpointer.restore``).
     """
-    if chunk_updates < 1 or checkpoint_every < 1 or eval_episodes < 0:
-        raise ValueError("chunk_updates and checkpoint_every must be positive and eval_episodes >= 0")
+    if chunk_updates < 1 or checkpoint_every < 1 or eval_episodes < 0 or gif_episodes < 0:
+        raise ValueError("chunk_updates and checkpoint_every must be positive, eval_episodes and gif_episodes >= 0")
     if distributed:
-        jax.distributed.initialize()
+        init_distributed(coordinator, num_processes, process_id)
         devices = jax.devices()
     mesh = data_mesh(devices if devices is not None else jax.devices()[:1])
     trainer = trainer_for(config)
     run_dir = Path(run_dir)
-    log = MetricsLog(run_dir)
+    primary = jax.process_index() == 0  # of a multi-process run, only process 0 writes files (but checkpoints)
+    log = MetricsLog(run_dir) if primary else _NoLog()
     checkpointer = Checkpointer(run_dir / CHECKPOINTS, run_meta(config, trainer))
     resuming = resume and checkpointer.latest_step() is not None
     if resuming:
@@ -164,7 +240,7 @@ def train_rl(
         runner = shard_runner(runner, mesh, config.num_envs)
     total = config.num_updates
     began = time.perf_counter()
-    bar = tqdm(total=total, initial=start, unit="upd", desc=config.env_id, disable=not progress)
+    bar = tqdm(total=total, initial=start, unit="upd", desc=config.env_id, disable=not (progress and primary))
     last_saved = start
     with bar, _mesh_context(mesh):
         while int(runner.update) < total:
@@ -173,7 +249,7 @@ def train_rl(
             size = max(d for d in range(1, min(chunk_updates, remaining) + 1) if remaining % d == 0)
             tick = time.perf_counter()
             runner, metrics = trainer.run(runner, size)
-            metrics = jax.device_get(metrics)
+            metrics = host_local(metrics, mesh)
             elapsed = time.perf_counter() - tick
             rows = _rows(metrics, time.perf_counter() - began, config.frames_per_update, elapsed)
             log.append(rows)
@@ -182,7 +258,7 @@ def train_rl(
             bar.set_postfix(success=f"{np.mean(recent):.3f}" if recent else "-", sps=f"{rows[-1]['sps']:,.0f}")
             done = int(runner.update)
             if done - last_saved >= checkpoint_every or done == total:
-                checkpointer.save(done, jax.device_get(runner))
+                checkpointer.save(done, host_local(runner, mesh))
                 last_saved = done
     checkpointer.close()
     summary: dict[str, Any] = {
@@ -195,8 +271,22 @@ def train_rl(
         "device": jax.devices()[0].device_kind,
         "num_devices": int(mesh.devices.size),
     }
+    summary["checkpoint"] = str(run_dir / CHECKPOINTS / str(int(runner.update)))
+    variables = trainer.variables(runner) if jax.process_count() == 1 else host_local(trainer.variables(runner), mesh)
+    policy = (trainer.env, trainer.env_params, trainer.model, variables)
     if eval_episodes:
-        result = evaluate(trainer.env, trainer.env_params, trainer.model, trainer.variables(runner), eval_episodes)
-        summary.update({f"eval_{k}": v for k, v in result.summary().items()})
+        summary.update({f"eval_{k}": v for k, v in evaluate_sampled_and_greedy(*policy, eval_episodes).items()})
+    if gif_episodes and primary:
+        summary["gif"] = str(write_episodes_gif(*policy, run_dir / EPISODES_GIF, gif_episodes))
     log.finish(summary, x="frames", curves=("success_rate", "mean_return", "entropy"))
     return summary
+
+
+def write_episodes_gif(env, env_params, model, variables, path: Path, num_episodes: int, greedy: bool = False) -> Path:
+    """Writes a GIF of the first ``num_episodes`` evaluation episodes (the levels of ``evaluate``, sampled
+    actions unless ``greedy``), tiled four to a row; returns its path."""
+    from jaxsoc.core.render import save_gif, tile_frames
+    from jaxsoc.learners.policy import record_episodes
+
+    frames = record_episodes(env, env_params, model, variables, num_episodes, VALIDATION_SEED, greedy)
+    return save_gif(tile_frames(np.asarray(frames), columns=min(4, num_episodes)), path, fps=8)

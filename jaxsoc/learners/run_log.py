@@ -76,8 +76,32 @@ class MetricsLog:
             plot_curves(self.rows, self.run_dir / CURVES_PNG, x, curves, title=str(summary.get("title", "")))
 
 
+#: per-episode averages of an update: plotted over pooled updates holding at least ``MIN_EPISODES`` episodes
+PER_EPISODE = ("success_rate", "mean_return", "mean_length")
+MIN_EPISODES = 32
+
+
+def pooled_points(rows: list[dict[str, Any]], x: str, name: str, min_episodes: int = MIN_EPISODES) -> list[tuple]:
+    """Returns ``[(x, value)]`` of the per-episode metric ``name``: consecutive rows are pooled (weighted by
+    their ``episodes``) until they hold ``min_episodes`` finished episodes, and each pool is one point at its
+    last row's ``x``; a last pool that never reaches ``min_episodes`` is dropped. So a point never rests on a
+    handful of episodes (an update in which one episode ended would otherwise plot as 0 or 1)."""
+    points, total, weighted = [], 0.0, 0.0
+    for row in rows:
+        value, count = row.get(name), row.get("episodes") or 0
+        if not isinstance(value, (int, float)) or math.isnan(value) or not count:
+            continue
+        total += count
+        weighted += value * count
+        if total >= min_episodes:
+            points.append((row[x], weighted / total))
+            total = weighted = 0.0
+    return points
+
+
 def plot_curves(rows: list[dict[str, Any]], path: Path, x: str, curves: tuple[str, ...], title: str = "") -> Path:
-    """Writes a PNG with one panel per metric of ``curves`` against ``x``; returns its path."""
+    """Writes a PNG with one panel per metric of ``curves`` against ``x``; returns its path. Per-episode
+    metrics (``PER_EPISODE``) of rows that count their ``episodes`` are plotted by ``pooled_points``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -86,12 +110,16 @@ def plot_curves(rows: list[dict[str, Any]], path: Path, x: str, curves: tuple[st
     shown = [name for name in curves if name in rows[0]]
     fig, axes = plt.subplots(1, max(len(shown), 1), figsize=(4.5 * max(len(shown), 1), 3.2), squeeze=False)
     for ax, name in zip(axes[0], shown):
-        points = [(r[x], r[name]) for r in rows if isinstance(r[name], (int, float)) and not math.isnan(r[name])]
+        pooled = name in PER_EPISODE and "episodes" in rows[0]
+        if pooled:
+            points = pooled_points(rows, x, name)
+        else:
+            points = [(r[x], r[name]) for r in rows if isinstance(r[name], (int, float)) and not math.isnan(r[name])]
         if points:
             xs, ys = zip(*points)
             ax.plot(xs, ys, lw=1.2)
         ax.set_xlabel(x)
-        ax.set_ylabel(name)
+        ax.set_ylabel(f"{name} (points of ≥{MIN_EPISODES} episodes)" if pooled else name)
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title, fontsize=10)

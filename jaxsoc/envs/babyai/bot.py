@@ -50,7 +50,7 @@ R_NONE, R_PUTNEXT, R_OPEN, R_EXPLORE, R_UNLOCK, R_KEEPKEY = range(6)
 # what a GoNextTo datum is: an instruction description (leaf * 2 + d), a key of a colour, an object id, a cell
 D_NONE, D_DESC, D_KEY, D_OBJ, D_CELL = range(5)
 
-_DIRS = jnp.asarray(C.DIR_TO_VEC)
+_DIRS = C.DIR_TO_VEC  # numpy: importing jaxsoc must not start a JAX backend
 _NEIGHBOURS8 = np.array([(-1, -1), (0, -1), (1, -1), (1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0)])
 
 
@@ -311,7 +311,7 @@ def _facts(state: I.BabyAIState, seen: jax.Array, view_size: int) -> Facts:
     world = state.world
     grid = world.grid
     pos = world.agent_pos.astype(jnp.int32)
-    dir_vec = _DIRS[world.agent_dir]
+    dir_vec = jnp.asarray(_DIRS)[world.agent_dir]
     right_vec = jnp.stack([-dir_vec[1], dir_vec[0]])
     fwd = pos + dir_vec
     carrying = world.carrying[C.OBJ_ID].astype(jnp.int32)

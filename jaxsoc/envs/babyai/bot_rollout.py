@@ -127,6 +127,13 @@ def _stream_chunk(env: BabyAIEnvironment, params, key: jax.Array, stream: _Strea
     return jax.lax.scan(body, stream, None, length=num_steps)
 
 
+@functools.partial(jax.jit, static_argnums=(0, 3))  # one program: op by op, ~30 s of compilations on a CPU
+def _first_levels(env: BabyAIEnvironment, params, key: jax.Array, num_worlds: int):
+    """Returns ``(obs, states, bots)`` of the levels ``fold_in(key, i)``, ``i < num_worlds``, bots initialised."""
+    obs, states = jax.vmap(lambda i: env.reset_env(jax.random.fold_in(key, i), params))(jnp.arange(num_worlds))
+    return obs, states, jax.vmap(B.bot_init, in_axes=(None, 0))(params, states)
+
+
 def bot_stream(env: BabyAIEnvironment, params, key: jax.Array, num_episodes: int, num_worlds: int, chunk: int = 32):
     """Plays episodes ``0 .. num_episodes - 1`` (episode ``i`` on the level of ``fold_in(key, i)``) with the
     bot in ``num_worlds`` worlds that start the next level as soon as theirs ended, so no world idles.
@@ -135,10 +142,10 @@ def bot_stream(env: BabyAIEnvironment, params, key: jax.Array, num_episodes: int
     import numpy as np
 
     num_worlds = min(num_worlds, num_episodes)
-    obs, states = jax.vmap(lambda i: env.reset_env(jax.random.fold_in(key, i), params))(jnp.arange(num_worlds))
+    obs, states, bots = _first_levels(env, params, key, num_worlds)
     stream = _Stream(
         states=states,
-        bots=jax.vmap(B.bot_init, in_axes=(None, 0))(params, states),
+        bots=bots,
         obs=obs,
         episode=jnp.arange(num_worlds, dtype=jnp.int32),
         length=jnp.zeros(num_worlds, jnp.int32),

@@ -32,7 +32,7 @@ from jaxsoc.envs.babyai import roomgrid as RG
 from jaxsoc.envs.gridworld import constants as C
 from jaxsoc.envs.gridworld.state import GridState
 
-_DIR_TO_VEC = jnp.asarray(C.DIR_TO_VEC)
+_DIR_TO_VEC = C.DIR_TO_VEC  # numpy: importing jaxsoc must not start a JAX backend
 _LEAF_PART = np.array([0, 0, 1, 1])
 
 
@@ -84,7 +84,7 @@ def leaf_success(
     ``dropped`` whether the action put the carried object down.
     """
     height, width = world.grid.shape[:2]
-    front = world.agent_pos + _DIR_TO_VEC[world.agent_dir]
+    front = world.agent_pos + jnp.asarray(_DIR_TO_VEC)[world.agent_dir]
     fx, fy = jnp.clip(front[0], 0, width - 1), jnp.clip(front[1], 0, height - 1)
     front_cell = world.grid[fy, fx]
     carried = world.carrying[C.OBJ_ID].astype(jnp.int32)

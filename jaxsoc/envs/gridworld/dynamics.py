@@ -9,8 +9,9 @@ from flax import struct
 from jaxsoc.envs.gridworld import constants as C
 from jaxsoc.envs.gridworld.state import GridState
 
-_DIR_TO_VEC = jnp.asarray(C.DIR_TO_VEC)
-_EMPTY_CELL = jnp.asarray(C.EMPTY_CELL)
+# numpy constants: importing jaxsoc must not start a JAX backend (jax.distributed.initialize comes first)
+_DIR_TO_VEC = C.DIR_TO_VEC
+_EMPTY_CELL = C.EMPTY_CELL
 
 
 @struct.dataclass
@@ -34,7 +35,7 @@ class Transition:
 
 def front_pos(state: GridState) -> jax.Array:
     """Returns ``int32[2]``, the ``(x, y)`` of the cell in front of the agent."""
-    return state.agent_pos + _DIR_TO_VEC[state.agent_dir]
+    return state.agent_pos + jnp.asarray(_DIR_TO_VEC)[state.agent_dir]
 
 
 def box_contents_cell(box: jax.Array) -> jax.Array:

@@ -15,12 +15,12 @@ from jaxsoc.core import spaces
 from jaxsoc.envs.gridworld import constants as C
 from jaxsoc.envs.gridworld.state import GridParams, GridState
 
-_DIR_TO_VEC = jnp.asarray(C.DIR_TO_VEC)
+_DIR_TO_VEC = C.DIR_TO_VEC  # numpy: importing jaxsoc must not start a JAX backend
 
 
 def view_coordinates(agent_pos: jax.Array, agent_dir: jax.Array, view_size: int) -> tuple[jax.Array, jax.Array]:
     """Returns the world ``(x, y)`` of every view cell, two ``int32[V, V]`` arrays indexed ``[i, j]``."""
-    dx, dy = _DIR_TO_VEC[agent_dir, 0], _DIR_TO_VEC[agent_dir, 1]
+    dx, dy = jnp.asarray(_DIR_TO_VEC)[agent_dir, 0], jnp.asarray(_DIR_TO_VEC)[agent_dir, 1]
     rx, ry = -dy, dx
     i = jnp.arange(view_size, dtype=jnp.int32)[:, None] - view_size // 2
     ahead = view_size - 1 - jnp.arange(view_size, dtype=jnp.int32)[None, :]

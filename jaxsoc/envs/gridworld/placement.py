@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from jaxsoc.envs.gridworld import constants as C
 
-_DIR_TO_VEC = jnp.asarray(C.DIR_TO_VEC)
+_DIR_TO_VEC = C.DIR_TO_VEC  # numpy: importing jaxsoc must not start a JAX backend
 
 
 def below(bits: jax.Array, n) -> jax.Array:

@@ -9,7 +9,8 @@ parameter counts and can load its weights.
 - ``Conv``: on the CPU backend a convolution is computed as patches times the kernel (im2col): XLA's CPU
   convolution gradient inside a loop (the learners' scans) runs about 7x slower than this (1.68 s against
   0.23 s for 20 gradients of a 3x3, 32-channel conv on 64 7x7 maps); elsewhere it is ``lax.conv``. Both use
-  the same ``[k, k, in, out]`` kernel, so parameters and results are the same.
+  the same ``[k, k, in, out]`` kernel, so parameters and results are the same (``conv_im2col``,
+  ``conv_native``; the GPU suite's ``conv`` part times both on a GPU).
 """
 
 from __future__ import annotations
@@ -62,15 +63,25 @@ class Conv(nn.Module):
         init = torch_uniform(x.shape[-1] * k * k)
         kernel = self.param("kernel", init, (k, k, x.shape[-1], self.features))
         bias = self.param("bias", init, (self.features,))
-        if jax.default_backend() != "cpu":
-            y = jax.lax.conv_general_dilated(
-                x, kernel, (1, 1), [(p, p)] * 2, dimension_numbers=("NHWC", "HWIO", "NHWC")
-            )
-            return y + bias
-        padded = jnp.pad(x, [(0, 0)] * (x.ndim - 3) + [(p, p), (p, p), (0, 0)])
-        h, w = padded.shape[-3] - k + 1, padded.shape[-2] - k + 1
-        patches = jnp.concatenate([padded[..., i : i + h, j : j + w, :] for i in range(k) for j in range(k)], axis=-1)
-        return patches @ kernel.reshape(-1, self.features) + bias
+        conv = conv_native if jax.default_backend() != "cpu" else conv_im2col
+        return conv(x, kernel, p) + bias
+
+
+def conv_native(x: jax.Array, kernel: jax.Array, padding: int) -> jax.Array:
+    """Returns XLA's convolution (cuDNN on a GPU) of ``x [B, H, W, C]`` with ``kernel [k, k, C, F]``, stride 1,
+    ``padding`` zeros on every side: ``[B, H + 2p - k + 1, W + 2p - k + 1, F]``."""
+    p = padding
+    return jax.lax.conv_general_dilated(x, kernel, (1, 1), [(p, p)] * 2, dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+def conv_im2col(x: jax.Array, kernel: jax.Array, padding: int) -> jax.Array:
+    """Returns ``conv_native``'s result computed as patches times the kernel (im2col); ``x`` may have any
+    number of leading axes (``[..., H, W, C]``)."""
+    k, p = kernel.shape[0], padding
+    padded = jnp.pad(x, [(0, 0)] * (x.ndim - 3) + [(p, p), (p, p), (0, 0)])
+    h, w = padded.shape[-3] - k + 1, padded.shape[-2] - k + 1
+    patches = jnp.concatenate([padded[..., i : i + h, j : j + w, :] for i in range(k) for j in range(k)], axis=-1)
+    return patches @ kernel.reshape(-1, kernel.shape[-1])
 
 
 class _Gates(nn.Module):

@@ -1,0 +1,353 @@
+"""The GPU suite: every GPU figure of the project in one command that fits the ~30 minutes a GPU is lent.
+
+    PYTHONPATH=. python3 benchmarks/gpu_suite.py                  # every part: 25 minutes of budgets on an H100
+    PYTHONPATH=. python3 benchmarks/gpu_suite.py --quick          # the throughput parts only, <= 8 minutes
+    jaxsoc bench --suite gpu --parts ppo bc --force               # the same from the installed command
+
+**Parts** (``PARTS``, in order of importance; ``--list-parts`` prints them with their budgets): ``classic``
+(MiniGrid throughput, both occlusion modes, minigrid and xminigrid rates where importable), ``babyai`` (the 19
+levels' throughput against the issue's targets), ``bot_speed`` (the bot's steps/s), ``bot_success`` (the bot's
+success and episode lengths over 2,000 levels each), ``ppo`` (the Small model to 99% on GoToRedBallGrey and
+GoToLocal), ``bc`` (the Small model by behaviour cloning on 8,000 and 5,657 bot demonstrations) and ``conv``
+(XLA's convolution against im2col). Each has a time budget; the budgets of the default run add up to 25
+minutes (``--budget-minutes`` scales them).
+
+**Rows.** Part ``p`` writes ``<out-dir>/gpu_<p>.json`` after every row it measures (``core.run_part``): the
+part's parameters, device, jax version, dates, budget, ``complete``, and the rows, each of which also records
+the device kind, platform, jax version, date and every parameter of its measurement. A part that runs out of
+budget keeps what it measured with ``"complete": false``; a part that raises is recorded with its error and
+the suite goes on. Then the GPU section of ``--results-md`` (between ``<!-- gpu-suite:begin -->`` and
+``<!-- gpu-suite:end -->``, appended when absent; nothing outside them is touched) is rewritten from every
+row file present (``render_markdown``): tables written by code, never by hand.
+
+**Reruns.** A part whose file is complete, with the same parameters and size, is skipped whatever device
+measured it (``--force`` redoes it; ``--parts a b`` selects parts). An incomplete part continues: its rows
+measured on the same device kind are kept and the rest measured (rows of another device kind are replaced,
+never mixed in). Where one command may run 10 minutes at most, as on this project's device machines, run the
+same command with ``--time-limit 560`` until it exits 0 (3: parts remain; 1: a part failed; SIGTERM also
+saves the rows and the markdown). The rows must survive between calls; on a machine that sends back only
+``$OUT``::
+
+    PYTHONPATH=. python3 benchmarks/gpu_suite.py --time-limit 560; cp benchmarks/results/gpu_*.json "$OUT"/
+
+then copy the returned ``gpu_*.json`` into ``benchmarks/results/`` of the checkout (the next call continues
+from them) and run ``python benchmarks/gpu_suite.py --render-only`` to rewrite ``benchmarks/RESULTS.md``
+from them. Compiled programs go to jax's persistent compilation cache (``--compile-cache``, in the machine's
+temp dir), so a call that was cut off does not pay its compilations again on the same machine.
+
+**Sizes.** ``--toy`` runs every part at toy sizes (a CPU smoke test, ``tests/test_gpu_suite.py``); its rows
+say so and its default output is a temporary directory, never ``benchmarks/``. Without ``--toy`` the suite
+refuses to run on a CPU (``--allow-cpu`` overrides).
+
+**Adding a part** (the BIB, household, CHAIC and EXCALIBUR families): write, in a module of this package, a
+generator ``my_part(ctx: core.Context) -> Iterator[dict]`` that reads its sizes from ``ctx.params``, yields
+one row per measurement, each with a ``"key"`` naming all the row's parameters (a row yielded again with the
+same key replaces it; ``"partial": True`` marks a progress row), yields ``ctx.previous(key)`` instead of
+measuring when it returns a row, and returns early when ``ctx.out_of_time(seconds_needed)`` says so (jitted
+benchmarks can use ``core.measure_programs``, which does all of this and compiles in parallel); and
+``render_my_part(rows) -> str``, its markdown table. Then add one ``Part(...)`` entry to ``PARTS`` at its
+place in importance order, with full and toy parameters and a budget taken from the others so the default
+run still fits 25 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from jaxsoc.cli import BABYAI_BENCH_ENVS, GPU_BENCH_ENVS
+from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
+from jaxsoc.gpu_suite import core, parts
+from jaxsoc.gpu_suite.core import EXIT_DONE, EXIT_ERROR, EXIT_MORE, Context, Part, Program
+
+__all__ = ["PARTS", "Context", "Part", "Program", "add_arguments", "main", "render_markdown", "run_from_args"]
+
+_RBG, _LOCAL = "BabyAI-GoToRedBallGrey-v0", "BabyAI-GoToLocal-v0"
+
+#: the registry, in order of importance; budgets in seconds add up to 25 minutes (full) and 8 (quick)
+PARTS: tuple[Part, ...] = (
+    Part(
+        "classic",
+        "Random-action throughput, classic MiniGrid envs",
+        parts.classic,
+        parts.render_classic,
+        budget_s=150,
+        params=dict(
+            envs=GPU_BENCH_ENVS,
+            num_envs=[262_144, 65_536],
+            steps=500,
+            repeats=2,
+            see_through_walls=[True, False],
+            reference_seconds=3.0,
+        ),
+        quick=dict(
+            envs=GPU_BENCH_ENVS,
+            num_envs=[262_144],
+            steps=500,
+            repeats=2,
+            see_through_walls=[True, False],
+            reference_seconds=3.0,
+        ),
+        quick_budget_s=80,
+        toy=dict(
+            envs=["MiniGrid-Empty-5x5-v0"],
+            num_envs=[16],
+            steps=8,
+            repeats=1,
+            see_through_walls=[True, False],
+            reference_seconds=0.05,
+        ),
+        note="Method of `jaxsoc bench`: random actions, one jitted `lax.scan` of `vmap(env.step)` with "
+        "auto-reset, compile time apart, a warm-up call, then the best of `repeats` timed calls. minigrid: one "
+        "process on the same machine's CPU (– where not installed); xminigrid: the same scan (– where not installed).",
+    ),
+    Part(
+        "babyai",
+        "Random-action throughput, the 19 BabyAI levels",
+        parts.babyai,
+        parts.render_babyai,
+        budget_s=360,
+        params=dict(levels=BABYAI_BENCH_ENVS, runs=[[262_144, 250, 1], [65_536, 500, 2]]),
+        quick=dict(levels=BABYAI_BENCH_ENVS, runs=[[262_144, 250, 1]]),
+        quick_budget_s=260,
+        toy=dict(levels=[_RBG], runs=[[16, 8, 1]]),
+        note="Resets pooled (`core.autoreset.batched_step`), minigrid occlusion. Targets (the issue): ≥1e8 "
+        "steps/s on single-room levels, ≥2e7 on the 3×3-room levels. Programs compiled in parallel threads.",
+    ),
+    Part(
+        "bot_speed",
+        "BabyAI bot throughput",
+        parts.bot_speed,
+        parts.render_bot_speed,
+        budget_s=150,
+        params=dict(levels=BABYAI_BENCH_ENVS, num_envs=65_536, steps=64, repeats=1),
+        quick=dict(levels=BABYAI_BENCH_ENVS, num_envs=65_536, steps=64, repeats=1),
+        quick_budget_s=140,
+        toy=dict(levels=[_RBG], num_envs=16, steps=8, repeats=1),
+        note="`bot_act` + `step_env` on N fresh levels for T steps (`bot_benchmark.bot_scan`), finished "
+        "worlds included. Target (the issue): ≥1e6 bot steps/s on BossLevel.",
+    ),
+    Part(
+        "bot_success",
+        "BabyAI bot success and episode length",
+        parts.bot_success,
+        parts.render_bot_success,
+        budget_s=210,
+        params=dict(levels=list(PAPER_LEVELS), episodes=2000, worlds=2000, seed=0),
+        toy=dict(levels=["GoToRedBallGrey"], episodes=8, worlds=8, seed=0),
+        note="`bot_benchmark.bot_success` (as `scripts/babyai_bot_success.py`): success ≥99.9% over ≥2,000 "
+        "episodes and a mean length within 10% of minigrid's bot. Levels played concurrently: their seconds "
+        "and rates share the machine.",
+    ),
+    Part(
+        "ppo",
+        "PPO, the Small model, to 99% success",
+        parts.ppo,
+        parts.render_ppo,
+        budget_s=330,
+        params=dict(
+            levels=[_RBG, _LOCAL],
+            preset="small",
+            config={},
+            chunk_updates=10,
+            max_updates=1_000_000,
+            threshold=0.99,
+            min_episodes=2000,
+            seed=0,
+            min_seconds=60,
+            progress_s=30,
+        ),
+        toy=dict(
+            levels=[_RBG],
+            preset="tiny",
+            config=dict(num_envs=8, num_steps=20, minibatch_frames=160, update_epochs=1),
+            chunk_updates=1,
+            max_updates=2,
+            threshold=1.01,  # never reached: the toy run goes through a progress row and a steady frames/s
+            min_episodes=1,
+            seed=0,
+            min_seconds=0,
+            progress_s=0,
+        ),
+        note="`learners.ppo.scaled_config` (4,096 worlds × 40 frames, minibatches of 40,960 frames), "
+        "`Trainer.run` in chunks, one seed; each level gets an even share of what is left of the budget. "
+        "Target (the issue): ≥2e6 frames/s on GoToLocal.",
+    ),
+    Part(
+        "bc",
+        "Behaviour cloning, the Small model, in the paper's demonstration bracket",
+        parts.bc,
+        parts.render_bc,
+        budget_s=240,
+        params=dict(
+            env=_RBG,
+            demos=[8000, 5657],
+            preset="small",
+            config={},
+            demo_seed=0,
+            bot_worlds=4096,
+            min_seconds=60,
+        ),
+        toy=dict(
+            env=_RBG,
+            demos=[16, 11],
+            preset="tiny",
+            config=dict(batch_size=8, epoch_length=16, val_episodes=8, max_epochs=1),
+            demo_seed=0,
+            bot_worlds=16,
+            min_seconds=0,
+        ),
+        note="`learners.bc.train_bc` with the Small recipe on bot demonstrations generated in memory "
+        "(`data.memory.bot_demos`), one seed per size, each size an even share of what is left of the budget. "
+        "The paper: 5.7k–8k demonstrations reach 99%.",
+    ),
+    Part(
+        "conv",
+        "The learners' convolution: XLA against im2col",
+        parts.conv,
+        parts.render_conv,
+        budget_s=60,
+        params=dict(maps=[7, 2], batches=[256, 4096], channels=128, iterations=50, repeats=2),
+        toy=dict(maps=[7, 2], batches=[4], channels=8, iterations=2, repeats=1),
+        note="A 3×3 convolution, padding 1, forward and backward (gradients of kernel and input) inside a "
+        "`lax.fori_loop`, as the learners' scans run it; `layers.conv_native` (cuDNN on a GPU) against "
+        "`layers.conv_im2col` (what `Conv` uses on a CPU).",
+    ),
+)
+assert sum(p.budget_s for p in PARTS) == core.FULL_MINUTES * 60
+assert sum(p.quick_budget_s for p in PARTS if p.quick is not None) == core.QUICK_MINUTES * 60
+
+
+def render_markdown(rows_by_part: Mapping[str, list[dict]], complete: Mapping[str, bool] | None = None) -> str:
+    """Returns the generated GPU section of the results markdown (without its markers) for ``rows_by_part``
+    (``{part name: rows}``, as in the row files) in ``PARTS`` order; ``complete`` marks incomplete parts
+    (default: all complete). Pure: the same rows give the same text."""
+    return core.render_markdown(rows_by_part, complete, PARTS)
+
+
+def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Adds the suite's options to ``parser`` (the script's and ``jaxsoc bench --suite gpu``'s)."""
+    names = [p.name for p in PARTS]
+    parser.add_argument("--parts", nargs="+", choices=names, metavar="PART", help=f"parts to run: {', '.join(names)}")
+    parser.add_argument("--quick", action="store_true", help="the throughput parts only, in <= 8 minutes")
+    parser.add_argument("--force", action="store_true", help="measure complete parts again")
+    parser.add_argument(
+        "--budget-minutes", type=float, help="scales the part budgets to this total (default 25; 8 with --quick)"
+    )
+    parser.add_argument("--time-limit", type=float, help="seconds this call may run (parts it cuts stay incomplete)")
+    parser.add_argument("--out-dir", help="row files (default benchmarks/results; a temp dir with --toy)")
+    parser.add_argument(
+        "--results-md", help="markdown to update (default benchmarks/RESULTS.md; in --out-dir w/ --toy)"
+    )
+    parser.add_argument("--toy", action="store_true", help="toy sizes: a smoke test that runs on a CPU")
+    parser.add_argument("--workers", type=int, help="programs compiled at once (default: CPU cores, at most 12)")
+    parser.add_argument(
+        "--compile-cache",
+        help=f"jax's persistent compilation cache, or 'none' (default {core.default_compile_cache()})",
+    )
+    parser.add_argument("--allow-cpu", action="store_true", help="run full sizes without an accelerator")
+    parser.add_argument("--list-parts", action="store_true", help="print the parts and their budgets, then exit")
+    parser.add_argument("--render-only", action="store_true", help="only rewrite the markdown from the row files")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Returns the suite's argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="gpu_suite", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_arguments(parser)
+    return parser
+
+
+def _list_parts() -> str:
+    lines = ["part         budget s  quick s  title"]
+    for p in PARTS:
+        quick = f"{p.quick_budget_s:7.0f}" if p.quick is not None else "      –"
+        lines.append(f"{p.name:<12} {p.budget_s:8.0f}  {quick}  {p.title}")
+    return "\n".join(lines)
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Runs the suite as ``args`` (``add_arguments``'s options) say. Returns the exit status: 0 when every
+    selected part is complete, 3 when some are not (rerun to continue), 1 when a part failed, 2 for bad
+    options."""
+    if args.list_parts:
+        print(_list_parts())
+        return EXIT_DONE
+    out_dir = Path(
+        args.out_dir
+        or (os.path.join(tempfile.gettempdir(), "jaxsoc-gpu-suite-toy") if args.toy else "benchmarks/results")
+    )
+    results_md = Path(args.results_md or (out_dir / "RESULTS.md" if args.toy else "benchmarks/RESULTS.md"))
+    selected = [p for p in PARTS if args.parts is None or p.name in args.parts]
+    if args.render_only:
+        rows, complete = core.load_rows(out_dir, PARTS)
+        core.update_results_md(results_md, render_markdown(rows, complete))
+        print(f"rewrote the GPU section of {results_md} from {len(rows)} row files in {out_dir}")
+        return EXIT_DONE
+    import jax
+
+    if jax.default_backend() == "cpu" and not (args.toy or args.allow_cpu):
+        print("gpu_suite: no accelerator; use --toy for a smoke test (or --allow-cpu)", file=sys.stderr)
+        return 2
+    cache = args.compile_cache or ("none" if args.toy else core.default_compile_cache())
+    if cache.lower() != "none":
+        core.enable_compile_cache(cache)
+    workers = args.workers or min(12, os.cpu_count() or 1)
+    results = core.run_suite(
+        selected,
+        out_dir,
+        results_md,
+        quick=args.quick,
+        toy=args.toy,
+        budget_minutes=args.budget_minutes,
+        time_limit_s=args.time_limit,
+        force=args.force,
+        workers=workers,
+        registry=PARTS,
+    )
+    wanted = [p.name for p in selected if not (args.quick and p.quick is None)]
+    for name in wanted:
+        state = results.get(name)
+        status = "not started" if state is None else ("complete" if state["complete"] else "INCOMPLETE")
+        error = f" ({state['error']})" if state and state.get("error") else ""
+        print(f"{name:<12} {status}{error}")
+    if any(results.get(n, {}).get("error") for n in wanted):
+        return EXIT_ERROR
+    done = all(results.get(n, {}).get("complete") for n in wanted)
+    print("all parts complete" if done else "parts remain: run the same command again to continue")
+    return EXIT_DONE if done else EXIT_MORE
+
+
+class _Terminated(BaseException):
+    """SIGTERM (``timeout``'s signal) as an exception, so the rows and the markdown are written on the way out."""
+
+
+def _terminate(signum, frame) -> None:
+    raise _Terminated
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The suite's command line (``benchmarks/gpu_suite.py``). Returns the exit status (``run_from_args``;
+    3 when stopped by SIGTERM)."""
+    args = build_parser().parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
+    try:
+        return run_from_args(args)
+    except (_Terminated, KeyboardInterrupt) as stop:
+        print("gpu_suite: interrupted; the rows measured so far are kept: rerun to continue", file=sys.stderr)
+        if isinstance(stop, _Terminated):  # rows and markdown are written: exit now, not after the compilations
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_MORE)
+        return EXIT_MORE
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)

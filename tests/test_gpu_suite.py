@@ -1,0 +1,202 @@
+"""The GPU suite (``jaxsoc.gpu_suite``, ``benchmarks/gpu_suite.py``) at toy sizes on the CPU: every part runs
+end to end in a subprocess and writes rows, the generated markdown section is exactly ``render_markdown`` of
+the rows, a rerun skips the complete parts, text outside the markers is kept, and budgets cut parts that
+later runs resume.
+
+The toy run compiles about a dozen BabyAI programs (levels, bot, PPO, BC): compilation is nearly all of its
+time. The subprocess inherits the session's jax settings (``conftest.py``: cheaper CPU compilation and the
+persistent compilation cache), so a warm cache makes it fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jaxsoc import gpu_suite
+from jaxsoc.cli import main as jaxsoc_main
+from jaxsoc.gpu_suite import core
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "gpu_suite.py"
+PREFIX = "# Results\n\nHand-written text before the generated section.\n"
+NAMES = [p.name for p in gpu_suite.PARTS]
+
+
+def _suite(*args: str, timeout: float = 1200) -> tuple[subprocess.CompletedProcess, float]:
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT
+    )
+    return proc, time.perf_counter() - start
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+    """Runs every part at toy sizes once; returns ``(out_dir, results_md, args, seconds)``."""
+    base = tmp_path_factory.mktemp("gpu_suite")
+    out, md = base / "results", base / "RESULTS.md"
+    md.write_text(PREFIX)
+    args = ("--toy", "--out-dir", str(out), "--results-md", str(md), "--workers", "2")
+    proc, seconds = _suite(*args)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out, md, args, seconds
+
+
+def test_every_part_writes_complete_stamped_rows(toy_run):
+    out, _, _, _ = toy_run
+    for part in gpu_suite.PARTS:
+        state = json.loads(core.row_path(out, part.name).read_text())
+        assert state["complete"] and state["toy"] and "error" not in state, part.name
+        assert state["params"] == json.loads(json.dumps(dict(part.toy)))
+        assert state["rows"], part.name
+        for row in state["rows"]:
+            assert row["key"] and row["device"] == "cpu" and row["platform"] == "cpu" and row["toy"]
+            assert row["jax"] and row["date"] and not row.get("partial")
+    rows = {p: json.loads(core.row_path(out, p).read_text())["rows"] for p in NAMES}
+    assert {r["see_through_walls"] for r in rows["classic"]} == {True, False}
+    assert rows["babyai"][0]["rooms"] == "1x1" and rows["babyai"][0]["resets"] == "pooled"
+    assert rows["bot_success"][0]["episodes"] == 8 and rows["bot_success"][0]["success"] == 1.0
+    ppo = rows["ppo"][0]  # the final row replaced the progress row of the first chunk
+    assert ppo["updates"] == 2 and ppo["stopped"] == "max_updates" and ppo["frames_per_s"] > 0
+    assert [r["demos"] for r in rows["bc"]] == [16, 11]
+    assert {(r["map"], r["impl"]) for r in rows["conv"]} == {(m, i) for m in (7, 2) for i in ("native", "im2col")}
+
+
+def test_markdown_section_is_rendered_from_the_rows(toy_run):
+    out, md, _, _ = toy_run
+    text = md.read_text()
+    assert text.startswith(PREFIX) and text.rstrip().endswith(core.MARK_END)
+    rows, complete = core.load_rows(out, gpu_suite.PARTS)
+    assert set(rows) == set(NAMES) and all(complete.values())
+    section = core.read_section(text)
+    assert section == gpu_suite.render_markdown(rows, complete)
+    for part in gpu_suite.PARTS:
+        assert f"### {part.title} (toy sizes" in section
+    assert "| GoToRedBallGrey | 1x1 | 16 | 8 | 1 |" in section  # the BabyAI table, with the level's target
+    assert "1e+08" in section and "1e+06" not in section  # BossLevel's bot target only where BossLevel is
+
+
+def test_rerun_skips_complete_parts(toy_run):
+    out, md, args, first = toy_run
+    before = {p: core.row_path(out, p).read_text() for p in NAMES}
+    proc, seconds = _suite(*args)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stderr.count("skipped") == len(NAMES)
+    assert {p: core.row_path(out, p).read_text() for p in NAMES} == before  # nothing measured again
+    assert seconds < first
+    assert "all parts complete" in proc.stdout
+
+
+def test_text_outside_the_markers_is_kept(toy_run):
+    out, md, _, _ = toy_run
+    suffix = "\nHand-written text after the generated section.\n"
+    md.write_text(md.read_text() + suffix)
+    before = md.read_text()
+    assert gpu_suite.main(["--render-only", "--toy", "--out-dir", str(out), "--results-md", str(md)]) == 0
+    assert md.read_text() == before  # same rows, same text; outside text untouched
+    stale = before.replace("### ", "### stale ", 1)
+    md.write_text(stale)
+    assert gpu_suite.main(["--render-only", "--toy", "--out-dir", str(out), "--results-md", str(md)]) == 0
+    assert md.read_text() == before
+
+
+def test_help_of_the_script_and_of_jaxsoc_bench(capsys):
+    proc, _ = _suite("--help", timeout=120)
+    assert proc.returncode == 0 and "--budget-minutes" in proc.stdout and "Adding a part" in proc.stdout
+    with pytest.raises(SystemExit) as exit_info:
+        jaxsoc_main(["bench", "--help"])
+    assert exit_info.value.code == 0
+    help_text = capsys.readouterr().out
+    assert "gpu" in help_text and "--time-limit" in help_text and "--parts" in help_text
+    assert gpu_suite.main(["--list-parts"]) == 0
+    listing = capsys.readouterr().out
+    assert all(name in listing for name in NAMES)
+
+
+def test_budgets_fit_the_documented_totals():
+    assert sum(p.budget_s for p in gpu_suite.PARTS) == 25 * 60
+    assert sum(p.quick_budget_s for p in gpu_suite.PARTS if p.quick is not None) == 8 * 60
+    assert [p.name for p in gpu_suite.PARTS if p.quick is not None] == ["classic", "babyai", "bot_speed"]
+
+
+def test_replace_section_touches_nothing_outside_the_markers():
+    assert core.replace_section("", "S\n") == f"{core.MARK_BEGIN}\nS\n{core.MARK_END}\n"
+    appended = core.replace_section("# Title\ntext\n", "S\n")
+    assert appended == f"# Title\ntext\n\n{core.MARK_BEGIN}\nS\n{core.MARK_END}\n"
+    text = f"before\n{core.MARK_BEGIN}\nold\nlines\n{core.MARK_END}\nafter\n"
+    new = core.replace_section(text, "new\n")
+    assert new == f"before\n{core.MARK_BEGIN}\nnew\n{core.MARK_END}\nafter\n"
+    assert core.read_section(new) == "new\n" and core.read_section("no markers") is None
+
+
+def test_no_rows_says_nothing_was_measured_and_gives_the_command():
+    section = gpu_suite.render_markdown({})
+    assert "No GPU figures have been measured yet" in section and core.COMMAND in section
+
+
+def _fake_part(calls: list[str]):
+    def run(ctx: core.Context):
+        for i in range(3):
+            key = f"row{i}"
+            previous = ctx.previous(key)
+            if previous is not None:
+                yield previous
+                continue
+            if ctx.out_of_time(ctx.params["need_s"] if i == 2 else 0):
+                return
+            calls.append(key)
+            yield {"key": key, "value": i, "nan": float("nan")}
+
+    def render(rows):
+        return "| key | value |\n|---|---:|\n" + "\n".join(f"| {r['key']} | {r['value']} |" for r in rows)
+
+    return core.Part("fake", "A fake part", run, render, budget_s=60, params={"need_s": 0}, toy={"need_s": 0})
+
+
+def test_a_part_out_of_budget_keeps_its_rows_and_a_rerun_continues_it(tmp_path):
+    calls: list[str] = []
+    part = _fake_part(calls)
+    state = core.run_part(part, tmp_path, params={"need_s": 1e9}, budget_s=60, toy=True)
+    assert not state["complete"] and [r["key"] for r in state["rows"]] == ["row0", "row1"] and calls == ["row0", "row1"]
+    saved = json.loads(core.row_path(tmp_path, "fake").read_text())
+    assert saved["rows"][0]["nan"] is None and not saved["complete"]  # strict JSON
+    state = core.run_part(part, tmp_path, params={"need_s": 0}, budget_s=60, toy=True)
+    assert state["complete"] and calls == ["row0", "row1", "row2"]  # only the missing row was measured
+    assert state["rows"][:2] == saved["rows"]  # kept as they were (dates included)
+    again = core.run_part(part, tmp_path, params={"need_s": 0}, budget_s=60, toy=True)
+    assert again == json.loads(core.row_path(tmp_path, "fake").read_text()) and len(calls) == 3  # skipped
+    core.run_part(part, tmp_path, params={"need_s": 0}, budget_s=60, toy=True, force=True)
+    assert len(calls) == 6
+    section = core.render_markdown({"fake": state["rows"]}, {"fake": False}, [part])
+    assert "### A fake part (toy sizes" in section and "**Incomplete**" in section and "| row2 | 2 |" in section
+
+
+def test_a_failing_part_is_recorded_and_the_suite_goes_on(tmp_path):
+    def broken(ctx):
+        yield {"key": "a", "value": 1}
+        raise RuntimeError("out of memory")
+
+    bad = core.Part("bad", "Broken", broken, lambda rows: "table", budget_s=1, params={}, toy={})
+    good = _fake_part([])
+    md = tmp_path / "R.md"
+    results = core.run_suite([bad, good], tmp_path, md, toy=True, budget_minutes=25)
+    assert results["bad"]["error"] == "RuntimeError: out of memory" and not results["bad"]["complete"]
+    assert len(results["bad"]["rows"]) == 1 and results["fake"]["complete"]
+    assert "### Broken" in md.read_text() and "### A fake part" in md.read_text()
+
+
+def test_zero_budget_stops_a_real_part_before_compiling(tmp_path, capsys):
+    args = ["--toy", "--parts", "conv", "--budget-minutes", "0", "--out-dir", str(tmp_path), "--results-md"]
+    assert jaxsoc_main(["bench", "--suite", "gpu", *args, str(tmp_path / "R.md")]) == core.EXIT_MORE
+    assert jaxsoc_main(["bench", "--suite", "gpu", "--envs", "MiniGrid-Empty-5x5-v0", *args, "x.md"]) == 2
+    assert "--envs" in capsys.readouterr().err
+    state = json.loads(core.row_path(tmp_path, "conv").read_text())
+    assert not state["complete"] and state["rows"] == []
+    assert "No GPU figures have been measured yet" in (tmp_path / "R.md").read_text()
