@@ -26,12 +26,14 @@ import jaxsoc
 RESUMABLE_FIELDS = ("total_frames",)
 
 
-def _is_key(x: Any) -> bool:
+def is_key(x: Any) -> bool:
+    """Returns whether ``x`` is an array of typed PRNG keys."""
     return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
-def _to_storable(tree: Any) -> Any:
-    return jax.tree_util.tree_map(lambda x: jax.random.key_data(x) if _is_key(x) else x, tree)
+def to_storable(tree: Any) -> Any:
+    """Returns ``tree`` with typed PRNG keys replaced by their raw ``uint32`` data."""
+    return jax.tree_util.tree_map(lambda x: jax.random.key_data(x) if is_key(x) else x, tree)
 
 
 def _describe(x: Any) -> str:
@@ -75,7 +77,7 @@ class Checkpointer:
 
     def save(self, step: int, state: Any, wait: bool = True) -> None:
         """Saves ``state`` as ``step`` (asynchronously unless ``wait``)."""
-        args = ocp.args.Composite(state=ocp.args.StandardSave(_to_storable(state)), meta=ocp.args.JsonSave(self.meta))
+        args = ocp.args.Composite(state=ocp.args.StandardSave(to_storable(state)), meta=ocp.args.JsonSave(self.meta))
         self._manager.save(step, args=args, force=True)
         if wait:
             self._manager.wait_until_finished()
@@ -181,7 +183,7 @@ def _match(raw: Any, template: Any, where: str) -> Any:
             node = _child(node, getattr(entry, "key", getattr(entry, "name", getattr(entry, "idx", None))))
             if node is None:
                 break
-        want = jax.random.key_data(leaf) if _is_key(leaf) else leaf
+        want = jax.random.key_data(leaf) if is_key(leaf) else leaf
         if node is None:
             problems.append(f"{name} missing")
         elif np.shape(node) != np.shape(want) or np.dtype(node.dtype) != np.dtype(want.dtype):
@@ -190,7 +192,7 @@ def _match(raw: Any, template: Any, where: str) -> Any:
             # through numpy: orbax returns device-committed arrays, and committed inputs miss the jit cache of
             # a fresh run's (uncommitted) state, recompiling the whole update on every resume
             value = jnp.asarray(np.asarray(node))
-            out.append(jax.random.wrap_key_data(value, impl=jax.random.key_impl(leaf)) if _is_key(leaf) else value)
+            out.append(jax.random.wrap_key_data(value, impl=jax.random.key_impl(leaf)) if is_key(leaf) else value)
     if problems:
         shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
         raise ValueError(f"checkpoint {where} does not match this run's state: {shown}")

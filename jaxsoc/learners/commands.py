@@ -201,7 +201,6 @@ def _train_imitation(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    import numpy as np
 
     from jaxsoc.learners.checkpoint import read_meta
     from jaxsoc.learners.evaluate import evaluate_sampled_and_greedy
@@ -226,11 +225,15 @@ def cmd_eval(args) -> int:
         f"greedy, on {int(result['episodes'])} levels (seed {args.seed})"
     )
     if args.gif:
-        from jaxsoc.core.render import save_gif, tile_frames
-        from jaxsoc.learners.policy import record_episodes
+        from jaxsoc.learners.rl_run import write_episodes_gif
 
-        frames = record_episodes(env, params, model, variables, args.gif_episodes, args.seed, args.gif_greedy)
-        out = save_gif(tile_frames(np.asarray(frames), columns=min(4, args.gif_episodes)), args.gif, fps=args.fps)
+        try:
+            out = write_episodes_gif(
+                env, params, model, variables, args.gif, args.gif_episodes, args.gif_greedy, args.seed, args.fps
+            )
+        except ValueError as error:
+            print(f"jaxsoc eval: {error}", file=sys.stderr)
+            return 2
         print(f"wrote {out}")
     return 0
 

@@ -31,7 +31,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from tqdm.auto import tqdm
 
-from jaxsoc.learners.checkpoint import Checkpointer
+from jaxsoc.learners.checkpoint import Checkpointer, is_key, to_storable
 from jaxsoc.learners.evaluate import VALIDATION_SEED, evaluate_sampled_and_greedy
 from jaxsoc.learners.ppo import PPOConfig, Runner, Trainer, trainer_for
 from jaxsoc.learners.run_log import MetricsLog
@@ -84,17 +84,13 @@ def shard_runner(runner: Runner, mesh: Mesh, num_envs: int) -> Runner:
     )
 
 
-def _is_key(x: Any) -> bool:
-    return isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
-
-
 def _put(x: Any, sharding: NamedSharding) -> jax.Array:
     """Returns ``x`` placed with ``sharding``. In a multi-process run every process holds the whole value of
     ``x`` (computed identically) and builds only its addressable shards from it: ``jax.device_put`` refuses a
     process-local array for a global sharding."""
     if jax.process_count() == 1:
         return jax.device_put(x, sharding)
-    if _is_key(x):
+    if is_key(x):
         return jax.random.wrap_key_data(_put(jax.random.key_data(x), sharding), impl=jax.random.key_impl(x))
     value = np.asarray(x)
     return jax.make_array_from_callback(value.shape, sharding, lambda index: value[index])
@@ -110,8 +106,7 @@ def host_local(tree: Any, mesh: Mesh) -> Any:
     jitted gather; every process must call this), and typed PRNG keys become their raw ``uint32`` data."""
     if jax.process_count() == 1:
         return jax.device_get(tree)
-    raw = jax.tree_util.tree_map(lambda x: jax.random.key_data(x) if _is_key(x) else x, tree)
-    whole = jax.jit(_identity, out_shardings=NamedSharding(mesh, PartitionSpec()))(raw)
+    whole = jax.jit(_identity, out_shardings=NamedSharding(mesh, PartitionSpec()))(to_storable(tree))
     return jax.tree_util.tree_map(np.asarray, whole)
 
 
@@ -272,7 +267,7 @@ def train_rl(
         "num_devices": int(mesh.devices.size),
     }
     summary["checkpoint"] = str(run_dir / CHECKPOINTS / str(int(runner.update)))
-    variables = trainer.variables(runner) if jax.process_count() == 1 else host_local(trainer.variables(runner), mesh)
+    variables = host_local(trainer.variables(runner), mesh)
     policy = (trainer.env, trainer.env_params, trainer.model, variables)
     if eval_episodes:
         summary.update({f"eval_{k}": v for k, v in evaluate_sampled_and_greedy(*policy, eval_episodes).items()})
@@ -282,11 +277,27 @@ def train_rl(
     return summary
 
 
-def write_episodes_gif(env, env_params, model, variables, path: Path, num_episodes: int, greedy: bool = False) -> Path:
-    """Writes a GIF of the first ``num_episodes`` evaluation episodes (the levels of ``evaluate``, sampled
-    actions unless ``greedy``), tiled four to a row; returns its path."""
+def write_episodes_gif(
+    env,
+    env_params,
+    model,
+    variables,
+    path: str | Path,
+    num_episodes: int,
+    greedy: bool = False,
+    seed: int = VALIDATION_SEED,
+    fps: float = 8,
+) -> Path:
+    """Writes a GIF of the first ``num_episodes`` evaluation episodes of ``seed`` (the levels of ``evaluate``,
+    sampled actions unless ``greedy``), tiled four to a row; returns its path.
+
+    Raises:
+        ValueError: ``num_episodes < 1``.
+    """
     from jaxsoc.core.render import save_gif, tile_frames
     from jaxsoc.learners.policy import record_episodes
 
-    frames = record_episodes(env, env_params, model, variables, num_episodes, VALIDATION_SEED, greedy)
-    return save_gif(tile_frames(np.asarray(frames), columns=min(4, num_episodes)), path, fps=8)
+    if num_episodes < 1:
+        raise ValueError(f"a GIF needs at least one episode, got {num_episodes}")
+    frames = record_episodes(env, env_params, model, variables, num_episodes, seed, greedy)
+    return save_gif(tile_frames(np.asarray(frames), columns=min(4, num_episodes)), path, fps=fps)
