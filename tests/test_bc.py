@@ -170,8 +170,12 @@ def test_presets_follow_the_reference_recipe():
         ({"patience": -1}, "patience must be a non-negative integer"),
         ({"val_seed": 2**32}, "val_seed must be an integer"),
         ({"max_len": 10}, "max_len must be a positive multiple of recurrence=4"),
-        ({"preset": "medium"}, "preset must be one of"),
-        ({"model": {"memory_size": 3}}, "unknown ModelConfig fields"),
+        (
+            {"preset": "medium"},
+            r"unknown preset 'medium' of network 'babyai'; choose one of \['large', 'small', 'tiny'\]",
+        ),
+        ({"network": "transformer"}, "unknown network 'transformer'"),
+        ({"model": {"memory_size": 3}}, r"network 'babyai' has no config fields \['memory_size'\]"),
         ({"model": {"norm": "group"}}, "norm must be one of"),
         ({"batch": 3}, "unknown BCConfig fields"),
     ],
@@ -243,8 +247,9 @@ def test_memory_demos_join_and_refuse_other_envs():
 
 # == the update on a tiny recurrent stand-in ================================================================
 class TinyRecurrent(nn.Module):
-    """``ACModel``'s interface on a one-layer tanh RNN, optionally with BatchNorm on its input projection:
-    ``(obs, memory, train) -> (log_probs [B, 7], value [B], memory [B, memory_dim])``."""
+    """The policy protocol on a one-layer tanh RNN, optionally with BatchNorm on its input projection:
+    ``(obs, memory, train) -> (log_probs [B, 7], value [B], memory [B, memory_dim])``; the context is a
+    parameter-free summary of the mission."""
 
     memory_dim: int = 3
     batch_norm: bool = False
@@ -252,10 +257,15 @@ class TinyRecurrent(nn.Module):
     def initial_memory(self, batch: int) -> jax.Array:
         return jnp.zeros((batch, self.memory_dim), jnp.float32)
 
-    @nn.compact
+    def encode_context(self, obs):
+        return jnp.sum(obs["mission"].astype(jnp.float32), axis=-1, keepdims=True) / 100.0
+
     def __call__(self, obs, memory, train: bool = False):
+        return self.step(obs, self.encode_context(obs), memory, train)
+
+    @nn.compact
+    def step(self, obs, mission, memory, train: bool = False):
         image = obs["image"].reshape(obs["image"].shape[0], -1).astype(jnp.float32) / 10.0
-        mission = jnp.sum(obs["mission"].astype(jnp.float32), axis=-1, keepdims=True) / 100.0
         x = nn.Dense(self.memory_dim)(jnp.concatenate([image, mission], axis=-1))
         if self.batch_norm:
             x = nn.BatchNorm(use_running_average=not train, momentum=0.9)(x)

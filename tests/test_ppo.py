@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from jaxsoc.learners import ppo
-from jaxsoc.learners.checkpoint import restore_raw
+from jaxsoc.learners.checkpoint import restore_raw, to_storable
 from jaxsoc.learners.commands import parse_overrides
 from jaxsoc.learners.rl_run import CHECKPOINTS, train_rl
 from jaxsoc.learners.run_log import pooled_points
@@ -70,6 +70,7 @@ def copy_run(run, tmp_path):
 
 
 def leaves_equal(a, b) -> bool:
+    a, b = to_storable(a), to_storable(b)  # typed PRNG keys as their raw data
     return all(np.array_equal(x, y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))
 
 
@@ -93,16 +94,52 @@ def test_gae_matches_a_direct_loop():
 
 
 def test_updates_are_deterministic_keyed_and_change_the_parameters(trainer):
-    start = trainer.init(jax.random.key(0))
-    a, metrics = trainer.run(start, CHUNK)
+    start = jax.device_get(trainer.init(jax.random.key(0)).params)  # run donates the runner it is given
+    a, metrics = trainer.run(trainer.init(jax.random.key(0)), CHUNK)
     b, _ = trainer.run(trainer.init(jax.random.key(0)), CHUNK)
     assert leaves_equal(a.params, b.params) and leaves_equal(a.env_states, b.env_states)
-    assert not leaves_equal(a.params, start.params)
+    assert not leaves_equal(a.params, start)
     assert int(a.update) == CHUNK and metrics["frames"].tolist() == [128, 256]
     for name in ("loss", "entropy", "grad_norm", "value_loss"):
         assert np.isfinite(metrics[name]).all(), name
     c, _ = trainer.run(trainer.init(jax.random.key(1)), CHUNK)
     assert not leaves_equal(a.params, c.params) and not leaves_equal(a.env_states, c.env_states)
+
+
+@pytest.fixture(scope="module")
+def one_update(trainer):
+    """``(runner, metrics)`` after one update of the default path from ``key(0)`` (jitted ``update``)."""
+    return jax.jit(trainer.update)(trainer.init(jax.random.key(0)))
+
+
+def test_a_masked_tail_is_computed_but_discarded(trainer, one_update):
+    # one compiled chunk length serves a run whose length is not a multiple of it: run(CHUNK, stop=1) ends
+    # exactly where one update does, and flags the discarded update's metrics
+    runner, metrics = trainer.run(trainer.init(jax.random.key(0)), CHUNK, np.int32(1))
+    assert int(runner.update) == 1 and metrics["active"].tolist() == [True, False]
+    assert leaves_equal(runner, one_update[0])
+    assert float(metrics["loss"][0]) == float(one_update[1]["loss"])
+
+
+def test_the_context_cache_changes_no_action_and_no_loss(trainer):
+    # the mission is encoded once per episode (pooled for the worlds that reset) instead of at every step: an
+    # update's rollout takes the same actions and reaches the same worlds; log-probabilities, values and
+    # memories agree to float rounding (the encoder runs on a pool of another batch size: 3e-5 measured with
+    # the suite's unoptimised compilation, bit-identical with the default one), so the losses computed
+    # from the rollout do too. A stale context (the previous episode's mission) changes actions and values.
+    assert TINY.cache_context
+    uncached = ppo.Trainer(dataclasses.replace(TINY, cache_context=False))
+    (runner, context, transitions, starts, stats), other = (
+        jax.jit(t._collect)(t.init(jax.random.key(0))) for t in (trainer, uncached)
+    )
+    assert int(stats["episodes"]) > 0, "no episode ended: the pooled refresh was not exercised"
+    exact = lambda r, t: (t.action, t.reward, t.done, t.mask, r.env_states)  # noqa: E731
+    assert leaves_equal(exact(runner, transitions), exact(other[0], other[2]))
+    ours, theirs = (
+        jax.tree_util.tree_leaves(x) for x in ((transitions, context, starts), (other[2], other[1], other[3]))
+    )
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float), rtol=1e-3, atol=1e-3)
 
 
 def test_ppo_learns_on_the_default_path(trainer):
@@ -198,9 +235,9 @@ def test_a2c_updates_with_rmsprop():
     )
     assert config.optimizer == "rmsprop" and config.update_epochs == 1 and config.lr == 1e-3
     trainer = ppo.trainer_for(config)
-    start = trainer.init(jax.random.key(0))
-    runner, metrics = trainer.run(start, 1)
-    assert np.isfinite(metrics["loss"]).all() and not leaves_equal(runner.params, start.params)
+    start = jax.device_get(trainer.init(jax.random.key(0)).params)
+    runner, metrics = trainer.run(trainer.init(jax.random.key(0)), 1)
+    assert np.isfinite(metrics["loss"]).all() and not leaves_equal(runner.params, start)
     assert float(metrics["clip_fraction"][0]) == 0.0
 
 

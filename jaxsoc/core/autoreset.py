@@ -42,6 +42,30 @@ def pool_sizes(num_envs: int, pool_fractions: Sequence[float] = DEFAULT_POOL_FRA
     return sorted(s for s in sizes if s < num_envs) + [num_envs]
 
 
+def pooled(done: jax.Array, compute: Callable[[jax.Array], Any], otherwise: Any, sizes: Sequence[int]) -> Any:
+    """Returns ``otherwise`` with the rows where ``done`` (``bool[N]``) replaced by fresh values computed for
+    those rows only.
+
+    ``compute(rows)`` gets the indices ``int32[P]`` of the first ``P`` done rows (0 in unused slots) and returns
+    a pytree of ``[P, ...]`` arrays; the ``k``-th done row takes slot ``k``. ``P`` is the smallest of ``sizes``
+    (ascending, the last one ``N``: ``pool_sizes``) that holds every done row, chosen by one ``lax.switch``
+    (nothing is computed when no row is done)."""
+    rank = jnp.cumsum(done) - 1  # the pool slot of each done row
+
+    def branch(size):
+        def run(_):
+            rows = jnp.nonzero(done, size=size, fill_value=0)[0].astype(jnp.int32)
+            pool = compute(rows)
+            slot = jnp.clip(rank, 0, size - 1)
+            return _select(done, jax.tree_util.tree_map(lambda x: x[slot], pool), otherwise)
+
+        return run
+
+    sizes = list(sizes)
+    index = jnp.sum(jnp.sum(done) > jnp.asarray([0, *sizes[:-1]], jnp.int32))
+    return jax.lax.switch(index, [lambda _: otherwise, *map(branch, sizes)], None)
+
+
 def batched_step(
     env: Environment, pool_fractions: Sequence[float] = DEFAULT_POOL_FRACTIONS
 ) -> Callable[..., tuple[Any, Any, jax.Array, jax.Array, jax.Array, dict[str, Any]]]:
@@ -58,33 +82,13 @@ def batched_step(
             step_keys, states, actions, params
         )
         done = terminated | truncated
-        rank = jnp.cumsum(done) - 1  # the pool slot of each ended world
-        sizes = pool_sizes(num_envs, pool_fractions)
 
-        def fresh(size):
-            if size == 0:  # no episode ended: generate nothing
-                return lambda _: (obs, stepped)
+        def generate(rows):
+            return jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(key_reset, rows.shape[0]), params)
 
-            def generate(_):
-                keys = jax.random.split(key_reset, size)
-                pool = jax.vmap(env.reset_env, in_axes=(0, None))(keys, params)
-                slot = jnp.clip(rank, 0, size - 1)
-                return jax.tree_util.tree_map(lambda x: x[slot], pool)
-
-            return generate
-
-        sizes = [0, *sizes]
-        branch = jnp.sum(jnp.sum(done) > jnp.asarray(sizes[:-1], jnp.int32))
-        new_obs, new_states = jax.lax.switch(branch, [fresh(s) for s in sizes], None)
+        new_obs, new_states = pooled(done, generate, (obs, stepped), pool_sizes(num_envs, pool_fractions))
         info = dict(info, final_observation=obs, final_state=stepped)
-        return (
-            _select(done, new_obs, obs),
-            _select(done, new_states, stepped),
-            reward,
-            terminated,
-            truncated,
-            info,
-        )
+        return new_obs, new_states, reward, terminated, truncated, info
 
     return step
 

@@ -39,8 +39,8 @@ the demonstrations still running; here over the ``B`` demonstrations at one step
 
 **Other differences.** The reference steps its ``StepLR`` at the start of every epoch (PyTorch >= 1.1
 semantics), so its first decay comes one epoch early (after 99 epochs); here it comes after
-``lr_decay_epochs``. The reference embeds each demonstration's instruction once per batch; ``ACModel``
-re-reads the mission at every step (the outputs are the same, the cost is not). The reference also reports
+``lr_decay_epochs``. The instruction is encoded once per demonstration and batch (the network's
+per-episode context), as the reference does. The reference also reports
 an accuracy on held-out demonstrations at validation; here validation is the success rate only. The
 training demonstrations are held in memory (``jaxsoc.data.memory``), as the reference holds its pickles.
 
@@ -78,7 +78,7 @@ import jaxsoc
 from jaxsoc.data.loader import DemoDataset, padded_batch
 from jaxsoc.data.memory import MemoryDemos, canonical_env_id, load_demos
 from jaxsoc.learners.evaluate import VALIDATION_SEED, evaluate
-from jaxsoc.learners.networks.babyai import PRESETS, ACModel, ModelConfig, preset
+from jaxsoc.learners.networks import registry
 
 #: the Small and Large recipes (models-and-excalibur.md §3.5; the 1.1 README's Large lr 5e-5 is not what
 #: ``efficiency.py`` runs, which leaves the default 1e-4)
@@ -103,8 +103,9 @@ class BCConfig:
 
     Attributes:
         env_id: the environment of the demonstrations and of validation.
-        preset: the model preset, ``"small"`` or ``"large"`` (``networks.babyai.preset``).
-        model: ``ModelConfig`` overrides, a mapping or ``(name, value)`` pairs (kept as sorted pairs).
+        network: the registered policy network (``networks.registry``; ``"babyai"``: ``ACModel``).
+        preset: the network's preset (BabyAI: ``"small"``, ``"large"``, ``"tiny"``).
+        model: config overrides of the network, a mapping or ``(name, value)`` pairs (kept as sorted pairs).
         batch_size: demonstrations per update (256 Small, 128 Large); lowered to the number of training
             demonstrations when there are fewer, as the reference does.
         recurrence: truncated-BPTT length in steps (20 Small, 80 Large).
@@ -126,6 +127,7 @@ class BCConfig:
     """
 
     env_id: str
+    network: str = "babyai"
     preset: str = "small"
     model: Any = ()
     batch_size: int = 256
@@ -147,13 +149,11 @@ class BCConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.env_id, str) or not self.env_id:
             raise ValueError(f"BCConfig.env_id must be an environment name, got {self.env_id!r}")
-        if self.preset not in PRESETS:
-            raise ValueError(f"BCConfig.preset must be one of {sorted(PRESETS)}, got {self.preset!r}")
         overrides = self.model.items() if isinstance(self.model, Mapping) else self.model
         try:
             pairs = tuple(sorted((str(name), value) for name, value in overrides))
         except (TypeError, ValueError) as error:
-            raise ValueError(f"BCConfig.model must map ModelConfig fields to values, got {self.model!r}") from error
+            raise ValueError(f"BCConfig.model must map network config fields to values, got {self.model!r}") from error
         object.__setattr__(self, "model", pairs)
         self.model_config  # noqa: B018 (raises ValueError on unknown fields or bad values)
         for name in ("batch_size", "recurrence", "epoch_length", "lr_decay_epochs", "max_epochs", "val_episodes"):
@@ -211,9 +211,13 @@ class BCConfig:
         return dataclasses.replace(self, **changes)
 
     @property
-    def model_config(self) -> ModelConfig:
-        """Returns the ``ModelConfig`` (the preset with the ``model`` overrides)."""
-        return preset(self.preset, **dict(self.model))
+    def model_config(self) -> Any:
+        """Returns the network's config (the preset with the ``model`` overrides).
+
+        Raises:
+            ValueError: an unknown network, preset or field, or a bad value.
+        """
+        return registry.network_config(self.network, self.preset, **dict(self.model))
 
     def to_dict(self) -> dict[str, Any]:
         """Returns the fields as JSON-serialisable values (``model`` as a dict)."""
@@ -243,7 +247,7 @@ class BCLearner:
     """Pure, jittable behaviour-cloning ``init``/``update`` for one model and optimiser (see ``make_learner``).
 
     Attributes:
-        model: the ``ACModel``.
+        model: the network (policy protocol, ``networks.registry``).
         has_batch_stats: the model's variables hold a ``batch_stats`` collection (BatchNorm).
         recurrence: truncated-BPTT length.
         entropy_coef: weight of the entropy bonus.
@@ -263,8 +267,8 @@ class BCLearner:
         lr_decay: float,
         decay_every: int,
     ) -> None:
-        """``model``: an ``ACModel`` or any module with ``initial_memory(B)`` and ``(obs, memory, train) ->
-        (log_probs [B, A], value [B], memory)``; ``decay_every``: updates between learning-rate decays
+        """``model``: a network of the policy protocol (``networks.registry``) reading ``image`` and
+        ``mission`` observations; ``decay_every``: updates between learning-rate decays
         (``lr_decay_epochs`` times the updates of an epoch)."""
         self.model = model
         shapes = jax.eval_shape(self._init_variables, jax.random.key(0))
@@ -290,7 +294,7 @@ class BCLearner:
         return BCState(params, batch_stats, self.optimizer.init(params), jnp.zeros((), jnp.int32))
 
     def variables(self, state: BCState) -> dict[str, Any]:
-        """Returns the model variables of ``state`` for ``ACModel.apply`` / ``evaluate``."""
+        """Returns the model variables of ``state`` for the network's ``apply`` / ``evaluate``."""
         if self.has_batch_stats:
             return {"params": state.params, "batch_stats": state.batch_stats}
         return {"params": state.params}
@@ -318,20 +322,24 @@ class BCLearner:
         source = jnp.arange(width)[None, :] % length[:, None]
         image = jnp.take_along_axis(image, source[:, :, None, None, None], axis=1)
         mission = batch["mission"].astype(jnp.int32)
+        # the per-episode context (the encoded instruction) once per demonstration, as the reference does
+        first = {"image": image[:, 0], "mission": mission}
+        context = self.model.apply({"params": params}, first, method="encode_context")
 
         def step(carry, inputs):
             memory, stats = carry
             t, image_t, action_t = inputs
-            memory = jnp.where(t % self.recurrence == 0, jax.lax.stop_gradient(memory), memory)
-            obs = {"image": image_t, "mission": mission}
+            cut = t % self.recurrence == 0
+            memory = jax.tree_util.tree_map(lambda m: jnp.where(cut, jax.lax.stop_gradient(m), m), memory)
+            args = ({"image": image_t, "mission": mission}, context, memory)
             if self.has_batch_stats:
                 variables = {"params": params, "batch_stats": stats}
                 (log_probs, _, memory), updates = self.model.apply(
-                    variables, obs, memory, train=True, mutable=["batch_stats"]
+                    variables, *args, train=True, mutable=["batch_stats"], method="step"
                 )
                 stats = jax.lax.stop_gradient(updates["batch_stats"])
             else:
-                log_probs, _, memory = self.model.apply({"params": params}, obs, memory, train=True)
+                log_probs, _, memory = self.model.apply({"params": params}, *args, train=True, method="step")
             nll = -jnp.take_along_axis(log_probs, action_t[:, None], axis=-1)[:, 0]
             entropy = -jnp.sum(jnp.exp(log_probs) * log_probs, axis=-1)
             correct = jnp.argmax(log_probs, axis=-1) == action_t
@@ -378,9 +386,9 @@ class BCLearner:
 
 
 @functools.lru_cache(maxsize=16)
-def _learner(model_config, recurrence, entropy_coef, lr, adam_eps, lr_decay, decay_every) -> BCLearner:
+def _learner(network, model_config, recurrence, entropy_coef, lr, adam_eps, lr_decay, decay_every) -> BCLearner:
     return BCLearner(
-        ACModel(model_config),
+        registry.build(network, model_config),
         recurrence=recurrence,
         entropy_coef=entropy_coef,
         lr=lr,
@@ -396,6 +404,7 @@ def make_learner(config: BCConfig, updates_per_epoch: int) -> BCLearner:
     if updates_per_epoch < 1:
         raise ValueError(f"updates_per_epoch must be positive, got {updates_per_epoch}")
     return _learner(
+        config.network,
         config.model_config,
         config.recurrence,
         float(config.entropy_coef),
@@ -495,7 +504,7 @@ def train_bc(
     progress: bool = True,
     callback: Callable[[dict[str, Any], dict[str, Any]], bool | None] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Trains an ``ACModel`` by behaviour cloning (module docstring).
+    """Trains ``config.network`` by behaviour cloning (module docstring).
 
     Args:
         config: the hyper-parameters.

@@ -184,6 +184,7 @@ def _train_imitation(args) -> int:
         "kind": args.algo,
         "env_id": config.env_id,
         "config": config.to_dict(),
+        "network": config.network,
         "model_config": dataclasses.asdict(config.model_config),
     }
     checkpointer = Checkpointer(out / "checkpoints", meta)
@@ -263,7 +264,10 @@ def cmd_sweep(args) -> int:
                     ppo.PPOConfig(**fields),
                     num_seeds=args.seeds,
                     window=args.window,
+                    log_interval=args.log_interval,
+                    min_episodes=args.min_episodes,
                     threshold=args.threshold,
+                    arch=args.arch,
                     seed=args.seed,
                     progress=not args.quiet,
                 )
@@ -282,6 +286,7 @@ def cmd_sweep(args) -> int:
                     num_seeds=args.seeds,
                     full_demos=full if args.demos else None,
                     min_demos=args.min_demos,
+                    window=sweeps.BC_WINDOW if args.window is None else args.window,
                     max_updates=args.max_updates,
                     on_row=lambda partial: sweeps.write_report([*results, partial], args.out),
                     progress=not args.quiet,
@@ -363,5 +368,18 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     sweep.add_argument("--max-updates", type=int, help="bc: budget of the full-size runs")
     sweep.add_argument("--frames", type=float, help="rl: frames per run at most")
     sweep.add_argument("--num-envs", type=int, help="rl: parallel worlds per run")
-    sweep.add_argument("--window", type=int, default=100, help="rl: rolling window in updates (10 for RedBallGrey)")
+    sweep.add_argument(
+        "--window",
+        type=int,
+        help="centred rolling mean over this many bc validations (default 10) or rl logged rows (default 10 for "
+        "GoToRedBallGrey, else 100)",
+    )
+    sweep.add_argument("--log-interval", type=int, default=10, help="rl: updates per logged row")
+    sweep.add_argument("--min-episodes", type=int, default=64, help="rl: fewest recent episodes a logged row covers")
+    sweep.add_argument(
+        "--arch",
+        choices=["original", "bow_endpool_res"],
+        default="original",
+        help="rl: image architecture (original: the ICLR19 model of the paper's RL figures; overrides --set arch)",
+    )
     sweep.set_defaults(func=cmd_sweep)

@@ -8,7 +8,9 @@ wall repeats it until the step limit, where sampling escapes.
 Episode ``i`` of an evaluation with seed ``s`` is played on the level ``env.reset_env(fold_in(key(s), i))``,
 so two policies evaluated with the same seed see the same levels. All episodes run at once in a batch of
 worlds (a jitted ``lax.while_loop`` that stops when every episode has ended), without auto-reset: a world
-freezes when its episode ends. The policy runs in evaluation mode (running BatchNorm statistics).
+freezes when its episode ends. That loop's stop depends on data, so on a GPU it reads its condition back to
+the host at every step; it is the evaluation, not the training hot path (``Trainer.run`` has no such loop).
+The policy runs in evaluation mode (running BatchNorm statistics).
 """
 
 from __future__ import annotations
@@ -75,11 +77,13 @@ def play(
     greedy: bool | jax.Array = True,
     step_cap: int = 100_000,
 ) -> Evaluation:
-    """Returns the ``Evaluation`` of one episode per key of ``reset_keys`` (``[N]``), played by ``model``
-    (an ``ACModel``-like module ``(obs, memory, train) -> (log_probs, value, memory)``) with ``variables``:
-    argmax actions when ``greedy``, else sampled with ``policy_key``. At most ``step_cap`` steps."""
+    """Returns the ``Evaluation`` of one episode per key of ``reset_keys`` (``[N]``), played by ``model`` (a
+    network of the policy protocol, ``networks.registry``) with ``variables``: argmax actions when ``greedy``,
+    else sampled with ``policy_key``. At most ``step_cap`` steps. Worlds never reset here, so the per-episode
+    context is computed once."""
     num = reset_keys.shape[0]
     obs, states = jax.vmap(env.reset_env, in_axes=(0, None))(reset_keys, env_params)
+    context = model.apply(variables, obs, method="encode_context")
     step = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))
     zeros = jnp.zeros(num, jnp.int32)
     init = (0, obs, states, model.initial_memory(num), jnp.zeros(num, bool), zeros, jnp.zeros(num), zeros, zeros > 0)
@@ -90,7 +94,7 @@ def play(
 
     def body(carry):
         t, obs, states, memory, success, length, returns, _, ended = carry
-        log_probs, _, memory = model.apply(variables, obs, memory, train=False)
+        log_probs, _, memory = model.apply(variables, obs, context, memory, train=False, method="step")
         key = jax.random.fold_in(policy_key, t)
         action = jnp.where(greedy, jnp.argmax(log_probs, -1), jax.random.categorical(key, log_probs))
         step_keys = jax.random.split(jax.random.fold_in(key, 1), num)

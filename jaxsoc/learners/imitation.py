@@ -38,7 +38,7 @@ from jaxsoc.data.loader import DemoDataset
 from jaxsoc.data.memory import MemoryDemos, bot_demos, load_demos
 from jaxsoc.learners.bc import BCConfig, _is_int, padded_length, train_bc
 from jaxsoc.learners.evaluate import play
-from jaxsoc.learners.networks.babyai import ACModel
+from jaxsoc.learners.networks import registry
 
 #: the default seed of the new missions (the validation levels use 10**9)
 MISSION_SEED = 2 * 10**9
@@ -173,7 +173,7 @@ def failed_mission_demos(
     """
     bc = config.bc
     env, env_params = jaxsoc.make(bc.env_id)
-    model = ACModel(bc.model_config)
+    model = registry.build(bc.network, bc.model_config)
     policy_key = jax.random.key(0)  # unused: the agent acts greedily
     base_key = jax.random.key(config.mission_seed)  # level i: fold_in(base_key, i) = episode_reset_key(seed, i)
     parts: list[MemoryDemos] = []

@@ -1,8 +1,9 @@
 """Trained policies from run directories: loading the newest checkpoint, and recording episodes as frames.
 
-A run directory written by ``jaxsoc train`` holds ``checkpoints/`` whose ``meta`` names the env and the
-``model_config``; its ``state`` holds ``params`` and ``batch_stats`` at the top level (PPO/A2C runners and
-behaviour-cloning states alike), which is all a policy needs.
+A run directory written by ``jaxsoc train`` holds ``checkpoints/`` whose ``meta`` names the env, the
+``network`` and its ``model_config`` (``networks.registry.describe``); its ``state`` holds ``params`` and
+``batch_stats`` at the top level (PPO/A2C runners and behaviour-cloning states alike), which is all a policy
+needs.
 """
 
 from __future__ import annotations
@@ -16,27 +17,37 @@ import jax.numpy as jnp
 import jaxsoc
 from jaxsoc.learners.checkpoint import latest_step, read_meta, restore_raw
 from jaxsoc.learners.evaluate import episode_keys
-from jaxsoc.learners.networks import ACModel, ModelConfig
+from jaxsoc.learners.networks import registry
 
 
-def load_policy(run_dir: str | Path, env_id: str | None = None) -> tuple[Any, Any, ACModel, dict[str, Any]]:
+def load_policy(run_dir: str | Path, env_id: str | None = None) -> tuple[Any, Any, Any, dict[str, Any]]:
     """Returns ``(env, env_params, model, variables)`` of the newest checkpoint in ``run_dir/checkpoints``,
-    on ``env_id`` (default the run's env).
+    on ``env_id`` (default the run's env); ``model`` is the registered network the checkpoint names, rebuilt
+    from its config.
 
     Raises:
         FileNotFoundError: no checkpoint.
-        ValueError: a checkpoint without a model (not a policy), or an env whose actions or observations do
-            not fit the model.
+        ValueError: a checkpoint without a model (not a policy), an unregistered network, or an env whose
+            actions or observations do not fit the model.
     """
     directory = Path(run_dir) / "checkpoints"
     meta = read_meta(directory)
     if "model_config" not in meta or "env_id" not in meta:
         raise ValueError(f"{directory} holds no policy checkpoint (its meta has no model_config/env_id)")
-    model = ACModel(ModelConfig(**meta["model_config"]))
-    env, params = jaxsoc.make(env_id or meta["env_id"])
+    try:
+        model = registry.from_description(meta)
+    except ValueError as error:
+        raise ValueError(f"{directory}: {error}") from error
+    env_id = env_id or meta["env_id"]
+    env, params = jaxsoc.make(env_id)
     num_actions = int(env.action_space(params).n)
     if num_actions != model.config.num_actions:
         raise ValueError(f"{env_id}: {num_actions} actions, the policy has {model.config.num_actions}")
+    name = registry.name_of(model)
+    try:
+        registry.build(name, model.config, env.observation_space(params))
+    except ValueError as error:
+        raise ValueError(f"{env_id}: {error}") from error
     state = restore_raw(directory, latest_step(directory))
     if "params" not in state:
         raise ValueError(f"{directory}: the checkpoint state has no params")
@@ -64,7 +75,8 @@ def record_episodes(env, env_params, model, variables, num_episodes: int, seed: 
     memory = model.initial_memory(num_episodes)
     render = jax.jit(jax.vmap(env.render, in_axes=(0, None)))
     step = jax.jit(jax.vmap(env.step_env, in_axes=(0, 0, 0, None)))
-    policy = jax.jit(lambda o, m: model.apply(variables, o, m, train=False))
+    context = jax.jit(lambda o: model.apply(variables, o, method="encode_context"))(obs)  # worlds never reset
+    policy = jax.jit(lambda o, m: model.apply(variables, o, context, m, train=False, method="step"))
     key = jax.random.key(seed)
     ended = jnp.zeros(num_episodes, bool)
     frames = [render(states, env_params)]

@@ -37,8 +37,8 @@ import optax
 from flax import struct
 
 import jaxsoc
-from jaxsoc.core.autoreset import batched_step
-from jaxsoc.learners.networks import ACModel, preset
+from jaxsoc.core.autoreset import batched_step, pool_sizes, pooled
+from jaxsoc.learners.networks import registry
 
 ALGOS = ("ppo", "a2c")
 
@@ -48,10 +48,13 @@ class PPOConfig:
     """A training run's hyper-parameters; the defaults are the BabyAI PPO recipe (64 x 40 frames per update).
 
     Attributes:
-        env_id: a registered environment (its observation must hold ``image`` and ``mission``).
+        env_id: a registered environment (its observations must fit the network).
         algo: ``"ppo"`` or ``"a2c"``.
-        preset: model preset, ``"small"`` or ``"large"``; ``arch`` and ``norm`` override its fields.
-        arch, norm: ``ModelConfig`` fields (None keeps the preset's).
+        network: a registered policy network (``networks.registry``): ``"babyai"`` (``ACModel``, needs
+            ``image`` and ``mission``) or ``"grid"`` (any numeric observations).
+        preset: the network's preset (BabyAI: ``"small"``, ``"large"``, ``"tiny"``); ``arch`` and ``norm``
+            override its fields.
+        arch, norm: BabyAI ``ModelConfig`` fields (None keeps the preset's).
         num_envs: worlds stepped in parallel.
         num_steps: frames per world per update (a multiple of ``recurrence``).
         total_frames: frames of the whole run (``num_updates = total_frames // (num_envs * num_steps)``).
@@ -66,11 +69,15 @@ class PPOConfig:
         max_grad_norm: global gradient-norm clip.
         reward_scale: training rewards are the env's times this.
         pool_resets: reset ended worlds from a pool of fresh levels sized to the number that ended
-            (``jaxsoc.core.autoreset``); turn off when vmapping over seeds.
+            (``jaxsoc.core.autoreset``), and encode the per-episode context (the mission) of those worlds
+            only; turn off when vmapping over seeds.
+        cache_context: while acting, compute the network's per-episode context (``encode_context``) once per
+            episode and world instead of at every step (same actions and losses, less work).
     """
 
     env_id: str = "BabyAI-GoToRedBallGrey-v0"
     algo: str = "ppo"
+    network: str = "babyai"
     preset: str = "small"
     arch: str | None = None
     norm: str | None = None
@@ -92,6 +99,7 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     reward_scale: float = 20.0
     pool_resets: bool = True
+    cache_context: bool = True
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
@@ -128,9 +136,12 @@ class PPOConfig:
         return self.total_frames // self.frames_per_update
 
     def model_config(self, num_actions: int):
-        """Returns the ``ModelConfig`` of the preset with this config's overrides."""
-        overrides = {k: v for k, v in (("arch", self.arch), ("norm", self.norm)) if v is not None}
-        return preset(self.preset, num_actions=num_actions, **overrides)
+        """Returns the network's config: the preset with this config's overrides.
+
+        Raises:
+            ValueError: an unknown network or preset, or overrides the network does not have.
+        """
+        return registry.network_config(self.network, self.preset, num_actions, arch=self.arch, norm=self.norm)
 
 
 def scaled_config(**overrides: Any) -> PPOConfig:
@@ -168,7 +179,7 @@ class Runner:
         opt_state: the optimizer's state.
         env_states, obs: the worlds' states and current observations (leading axis ``N``).
         done: ``bool[N]`` the previous frame ended the world's episode (its memory is reset).
-        memory: ``float32[N, 2 * memory_dim]`` the policy's memory.
+        memory: the policy's memory (a pytree, leading axis ``N``).
         key: the run's PRNG key.
         update: ``int32[]`` updates done.
         episode_return, episode_length: ``[N]`` of the episodes in progress (env rewards).
@@ -222,34 +233,34 @@ def _tree_index(tree: Any, index: Any) -> Any:
 
 
 class Trainer:
-    """PPO/A2C for one config (module docstring). ``env`` and ``env_params`` default to ``make(config.env_id)``.
+    """PPO/A2C for one config (module docstring). ``env`` and ``env_params`` default to ``make(config.env_id)``;
+    the policy is ``network`` (any module of the policy protocol, ``networks.registry``) or, by default, the
+    registered network ``config.network`` built from the config.
 
     Raises:
-        ValueError: an environment whose observation lacks ``image``/``mission``, or mission token ids that
-            do not fit the model's vocabulary.
+        ValueError: an environment whose observations do not fit the network (e.g. the BabyAI network on an
+            env without ``mission``, or token ids beyond its vocabulary).
     """
 
-    def __init__(self, config: PPOConfig, env: Any = None, env_params: Any = None) -> None:
+    def __init__(self, config: PPOConfig, env: Any = None, env_params: Any = None, network: Any = None) -> None:
         if env is None:
             env, made = jaxsoc.make(config.env_id)
             env_params = made if env_params is None else env_params
         env_params = env.default_params() if env_params is None else env_params
-        space = env.observation_space(env_params)
-        missing = sorted({"image", "mission"} - set(getattr(space, "spaces", {})))
-        if missing:
-            raise ValueError(f"{config.env_id}: the policy needs observations {missing}, which the env lacks")
         self.config = config
         self.env, self.env_params = env, env_params
         self.num_actions = int(env.action_space(env_params).n)
-        self.model_config = config.model_config(self.num_actions)
-        vocab = int(jnp.max(space.spaces["mission"].high)) + 1
-        if vocab > self.model_config.vocab_size:
-            raise ValueError(
-                f"{config.env_id}: mission token ids reach {vocab - 1}, beyond the model's vocab_size "
-                f"{self.model_config.vocab_size}"
-            )
-        self.model = ACModel(self.model_config)
+        if network is None:
+            space = env.observation_space(env_params)
+            self.model_config = config.model_config(self.num_actions)
+            try:
+                network = registry.build(config.network, self.model_config, space)
+            except ValueError as error:
+                raise ValueError(f"{config.env_id}: {error}") from error
+        self.model = network
+        self.model_config = network.config
         self.tx = self._optimizer()
+        self._pool_sizes = pool_sizes(config.num_envs)
         if config.pool_resets:
             self._env_step = batched_step(env)
         else:
@@ -291,33 +302,49 @@ class Trainer:
         )
 
     def variables(self, runner: Runner) -> dict[str, Any]:
-        """Returns the model variables ``{"params", "batch_stats"?}`` of ``runner`` (for ``ACModel.apply``)."""
+        """Returns the model variables ``{"params", "batch_stats"?}`` of ``runner`` (for the network's ``apply``)."""
         out = {"params": runner.params}
         if runner.batch_stats:
             out["batch_stats"] = runner.batch_stats
         return out
 
-    def _apply(self, params, batch_stats, obs, memory, encoding=None):
-        """Returns ``((log_probs, value, memory), batch_stats)`` in train mode (batch statistics); with the
-        missions' ``encoding`` given, only ``ACModel.step`` runs."""
+    def _apply(self, params, batch_stats, obs, memory, context):
+        """Returns ``((log_probs, value, memory), batch_stats)``: the network's ``step`` in train mode (batch
+        statistics) on ``obs`` with its per-episode ``context``."""
         variables = {"params": params}
-        if encoding is None:
-            args, method = (obs, memory), None
-        else:
-            args, method = (obs, encoding, memory), ACModel.step
+        args = (obs, context, memory)
         if batch_stats:
             variables["batch_stats"] = batch_stats
-            out, updates = self.model.apply(variables, *args, train=True, mutable=["batch_stats"], method=method)
+            out, updates = self.model.apply(variables, *args, train=True, mutable=["batch_stats"], method="step")
             return out, updates["batch_stats"]
-        return self.model.apply(variables, *args, train=True, method=method), batch_stats
+        return self.model.apply(variables, *args, train=True, method="step"), batch_stats
+
+    def context(self, params, obs):
+        """Returns the network's per-episode context of ``obs`` (leading axis ``N``) under ``params``."""
+        return self.model.apply({"params": params}, obs, method="encode_context")
+
+    def _refresh_context(self, params, obs, done, context):
+        """Returns ``context`` recomputed for the worlds that start a new episode (``done``): in a pool sized to
+        their number with ``pool_resets``, else for every world and selected."""
+        if not self.config.cache_context:
+            return self.context(params, obs)
+        if not self.config.pool_resets:
+            return registry.select_rows(done, self.context(params, obs), context)
+
+        def encode(rows):
+            return self.context(params, jax.tree_util.tree_map(lambda x: x[rows], obs))
+
+        return pooled(done, encode, context, self._pool_sizes)
 
     # -- acting --------------------------------------------------------------------------------------------
-    def _act(self, runner: Runner, _):
+    def _act(self, carry, _):
+        runner, context = carry
         c = self.config
         key, key_action, key_env = jax.random.split(runner.key, 3)
-        mask = 1.0 - runner.done.astype(jnp.float32)
-        memory = runner.memory * mask[:, None]
-        (log_probs, value, new_memory), batch_stats = self._apply(runner.params, runner.batch_stats, runner.obs, memory)
+        memory = registry.reset_memory(runner.memory, 1.0 - runner.done.astype(jnp.float32))
+        (log_probs, value, new_memory), batch_stats = self._apply(
+            runner.params, runner.batch_stats, runner.obs, memory, context
+        )
         action = jax.random.categorical(key_action, log_probs)
         log_prob = jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0]
         obs, env_states, reward, terminated, truncated, info = self._env_step(
@@ -332,6 +359,7 @@ class Trainer:
             "return_sum": jnp.where(done, episode_return, 0.0).sum(),
             "length_sum": jnp.where(done, episode_length, 0).sum(),
         }
+        mask = 1.0 - runner.done.astype(jnp.float32)
         transition = Transition(runner.obs, mask, action, log_prob, value, reward * c.reward_scale, done)
         runner = runner.replace(
             batch_stats=batch_stats,
@@ -343,23 +371,29 @@ class Trainer:
             episode_return=jnp.where(done, 0.0, episode_return),
             episode_length=jnp.where(done, 0, episode_length),
         )
-        return runner, (transition, stats)
+        context = self._refresh_context(runner.params, obs, done, context)
+        return (runner, context), (transition, stats)
 
     def _collect(self, runner: Runner):
-        """Returns ``(runner, transitions [T, N], start_memory [C, N, M], stats)`` for one update's frames;
-        ``start_memory[c]`` is the (unmasked) memory at frame ``c * recurrence``."""
+        """Returns ``(runner, context, transitions [T, N], start_memory [C, N, ...], stats)`` for one update's
+        frames; ``start_memory[c]`` is the (unmasked) memory at frame ``c * recurrence`` and ``context`` the
+        per-episode context of the final observations. The context is computed afresh here (the parameters
+        changed since the last update) and then only for worlds that start an episode."""
         c = self.config
 
-        def chunk(runner, _):
-            start = runner.memory
-            runner, (transitions, stats) = jax.lax.scan(self._act, runner, None, length=c.recurrence)
-            return runner, (start, transitions, stats)
+        def chunk(carry, _):
+            start = carry[0].memory
+            carry, (transitions, stats) = jax.lax.scan(self._act, carry, None, length=c.recurrence)
+            return carry, (start, transitions, stats)
 
-        runner, (starts, transitions, stats) = jax.lax.scan(chunk, runner, None, length=c.num_steps // c.recurrence)
+        carry = (runner, self.context(runner.params, runner.obs))
+        (runner, context), (starts, transitions, stats) = jax.lax.scan(
+            chunk, carry, None, length=c.num_steps // c.recurrence
+        )
         merge = lambda x: x.reshape((c.num_steps,) + x.shape[2:])  # noqa: E731
         transitions = jax.tree_util.tree_map(merge, transitions)
         stats = jax.tree_util.tree_map(lambda x: x.sum(), stats)
-        return runner, transitions, starts, stats
+        return runner, context, transitions, starts, stats
 
     # -- learning ------------------------------------------------------------------------------------------
     def _sequence_loss(self, params, batch_stats, start_memory, seq: Transition, advantages, returns):
@@ -368,9 +402,9 @@ class Trainer:
 
         def step(carry, x):
             memory, batch_stats = carry
-            t, adv, ret, encoding = x
+            t, adv, ret, context = x
             (log_probs, value, memory), batch_stats = self._apply(
-                params, batch_stats, t.obs, memory * t.mask[:, None], encoding
+                params, batch_stats, t.obs, registry.reset_memory(memory, t.mask), context
             )
             log_prob = jnp.take_along_axis(log_probs, t.action[:, None], axis=-1)[:, 0]
             entropy = -jnp.sum(jnp.exp(log_probs) * log_probs, axis=-1).mean()
@@ -398,12 +432,11 @@ class Trainer:
             }
             return (memory, batch_stats), metrics
 
-        # the missions of all R x M frames in one batched pass: they do not depend on the memory
+        # the contexts (missions) of all R x M frames in one batched pass: they do not depend on the memory
         steps, num = seq.action.shape
-        missions = seq.obs["mission"].reshape((steps * num,) + seq.obs["mission"].shape[2:])
-        encoding = self.model.apply({"params": params}, missions, method=ACModel.encode_mission)
-        encoding = encoding.reshape((steps, num) + encoding.shape[1:])
-        xs = (seq, advantages, returns, encoding)
+        flat = jax.tree_util.tree_map(lambda x: x.reshape((steps * num,) + x.shape[2:]), seq.obs)
+        context = jax.tree_util.tree_map(lambda x: x.reshape((steps, num) + x.shape[1:]), self.context(params, flat))
+        xs = (seq, advantages, returns, context)
         (_, batch_stats), metrics = jax.lax.scan(step, (start_memory, batch_stats), xs)
         metrics = jax.tree_util.tree_map(jnp.mean, metrics)
         return metrics["loss"], (batch_stats, metrics)
@@ -411,7 +444,8 @@ class Trainer:
     def _learn(self, runner: Runner, transitions: Transition, starts, advantages, returns):
         """Returns ``(runner, metrics)`` after the algorithm's epochs of minibatch steps."""
         c = self.config
-        chunks, n = starts.shape[0], c.num_envs
+        n = c.num_envs
+        chunks = c.num_steps // c.recurrence
         num_sequences = chunks * n
         per_batch = c.minibatch_frames // c.recurrence
         num_batches = num_sequences // per_batch
@@ -422,13 +456,14 @@ class Trainer:
             return x.reshape((num_sequences, c.recurrence) + x.shape[3:])
 
         data = jax.tree_util.tree_map(to_seq, (transitions, advantages, returns))
-        starts = starts.reshape((num_sequences,) + starts.shape[2:])
+        starts = jax.tree_util.tree_map(lambda x: x.reshape((num_sequences,) + x.shape[2:]), starts)
         grad_fn = jax.value_and_grad(self._sequence_loss, has_aux=True)
 
         def minibatch(carry, ids):
             params, batch_stats, opt_state = carry
             seq, adv, ret = jax.tree_util.tree_map(lambda x: jnp.swapaxes(x[ids], 0, 1), data)
-            (_, (batch_stats, metrics)), grads = grad_fn(params, batch_stats, starts[ids], seq, adv, ret)
+            start = jax.tree_util.tree_map(lambda x: x[ids], starts)
+            (_, (batch_stats, metrics)), grads = grad_fn(params, batch_stats, start, seq, adv, ret)
             updates, opt_state = self.tx.update(grads, opt_state, params)
             params = optax.apply_updates(params, updates)
             metrics["grad_norm"] = optax.tree.norm(grads)
@@ -450,11 +485,9 @@ class Trainer:
         ``frames`` (of the run so far), ``episodes``, ``success_rate``/``mean_return``/``mean_length`` of the
         episodes that ended in this update (NaN if none), and the mean losses."""
         c = self.config
-        runner, transitions, starts, stats = self._collect(runner)
-        mask = 1.0 - runner.done.astype(jnp.float32)
-        (_, last_value, _), _ = self._apply(
-            runner.params, runner.batch_stats, runner.obs, runner.memory * mask[:, None]
-        )
+        runner, context, transitions, starts, stats = self._collect(runner)
+        memory = registry.reset_memory(runner.memory, 1.0 - runner.done.astype(jnp.float32))
+        (_, last_value, _), _ = self._apply(runner.params, runner.batch_stats, runner.obs, memory, context)
         advantages, returns = gae(
             transitions.value, transitions.reward, transitions.done, last_value, c.gamma, c.gae_lambda
         )
@@ -472,11 +505,23 @@ class Trainer:
         )
         return runner, metrics
 
-    @functools.partial(jax.jit, static_argnums=(0, 2))
-    def run(self, runner: Runner, num_updates: int) -> tuple[Runner, dict[str, jax.Array]]:
+    @functools.partial(jax.jit, static_argnums=(0, 2), donate_argnums=1)
+    def run(self, runner: Runner, num_updates: int, stop: jax.Array | int | None = None):
         """Returns ``(runner, metrics)`` after ``num_updates`` updates (one jitted ``lax.scan``); every metric
-        has a leading axis ``[num_updates]``."""
-        return jax.lax.scan(lambda r, _: self.update(r), runner, None, length=num_updates)
+        has a leading axis ``[num_updates]``. ``runner``'s buffers are donated (do not use it afterwards).
+
+        With ``stop`` (a traced ``int32[]``: no recompilation per value) the updates that would go beyond
+        update number ``stop`` are computed but discarded: the runner stays at ``stop`` and their metrics have
+        ``active`` False. One compiled length then serves a run whose length is not a multiple of it."""
+        stop = jnp.iinfo(jnp.int32).max if stop is None else stop
+
+        def body(runner, _):
+            new, metrics = self.update(runner)
+            active = runner.update < stop
+            kept = jax.tree_util.tree_map(lambda x, y: jax.lax.select(active, x, y), new, runner)
+            return kept, dict(metrics, active=active)
+
+        return jax.lax.scan(body, runner, None, length=num_updates)
 
     def train(self, key: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         """Returns ``(runner, metrics [num_updates])`` of a whole run from ``key``; pure, so

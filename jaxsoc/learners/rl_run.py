@@ -1,12 +1,13 @@
 """A PPO/A2C training run on disk: chunks of jitted updates, progress, metrics, checkpoints and ``resume``.
 
 ``train_rl(config, run_dir)`` trains ``config.num_updates`` updates in chunks of ``chunk_updates`` (one
-compiled ``Trainer.run`` each), appends every update's metrics to ``run_dir/metrics.csv``, saves a checkpoint
-under ``run_dir/checkpoints`` every ``checkpoint_every`` updates and at the end, and finishes with a greedy
-evaluation (sampled actions as the headline, greedy beside it), ``metrics.json`` + ``curves.png`` and, with
-``gif_episodes``, ``episodes.gif`` of evaluated episodes. With ``resume=True`` it restores the newest checkpoint and
-continues; since every update is the same pure function of the runner, the resumed run ends with exactly
-the state of the uninterrupted one.
+compiled ``Trainer.run`` length for the whole run: the updates of a last chunk that would pass the end are
+computed and discarded, ``Trainer.run``'s ``stop``), appends every update's metrics to
+``run_dir/metrics.csv``, saves a checkpoint under ``run_dir/checkpoints`` every ``checkpoint_every`` updates
+and at the end, and finishes with a greedy evaluation (sampled actions as the headline, greedy beside it),
+``metrics.json`` + ``curves.png`` and, with ``gif_episodes``, ``episodes.gif`` of evaluated episodes. With
+``resume=True`` it restores the newest checkpoint and continues; since every update is the same pure function
+of the runner, the resumed run ends with exactly the state of the uninterrupted one.
 
 Data parallelism: with ``devices`` (default: one), the worlds, and with them every minibatch, are sharded
 over a ``jax.sharding.Mesh`` of those devices on the ``data`` axis; the parameters are replicated and XLA
@@ -33,6 +34,7 @@ from tqdm.auto import tqdm
 
 from jaxsoc.learners.checkpoint import Checkpointer, is_key, to_storable
 from jaxsoc.learners.evaluate import VALIDATION_SEED, evaluate_sampled_and_greedy
+from jaxsoc.learners.networks import registry
 from jaxsoc.learners.ppo import PPOConfig, Runner, Trainer, trainer_for
 from jaxsoc.learners.run_log import MetricsLog
 
@@ -149,12 +151,13 @@ def _mesh_context(mesh: Mesh):
 
 
 def run_meta(config: PPOConfig, trainer: Trainer) -> dict[str, Any]:
-    """Returns the checkpoint ``meta`` of a PPO/A2C run: ``kind``, ``config``, ``model_config``, ``env_id``."""
+    """Returns the checkpoint ``meta`` of a PPO/A2C run: ``kind``, ``config``, ``env_id``, ``network`` and
+    ``model_config`` (``networks.registry.describe``)."""
     return {
         "kind": config.algo,
         "env_id": config.env_id,
         "config": dataclasses.asdict(config),
-        "model_config": dataclasses.asdict(trainer.model_config),
+        **registry.describe(trainer.model),
     }
 
 
@@ -238,17 +241,18 @@ def train_rl(
     bar = tqdm(total=total, initial=start, unit="upd", desc=config.env_id, disable=not (progress and primary))
     last_saved = start
     with bar, _mesh_context(mesh):
+        # one compiled chunk length; a last chunk that would pass ``total`` has its extra updates discarded
+        size = min(chunk_updates, total)
         while int(runner.update) < total:
-            remaining = total - int(runner.update)
-            # equal chunks (one compiled scan length): the largest divisor of what remains
-            size = max(d for d in range(1, min(chunk_updates, remaining) + 1) if remaining % d == 0)
             tick = time.perf_counter()
-            runner, metrics = trainer.run(runner, size)
+            runner, metrics = trainer.run(runner, size, np.int32(total))
             metrics = host_local(metrics, mesh)
+            active = metrics.pop("active")
+            metrics = {name: values[active] for name, values in metrics.items()}
             elapsed = time.perf_counter() - tick
             rows = _rows(metrics, time.perf_counter() - began, config.frames_per_update, elapsed)
             log.append(rows)
-            bar.update(size)
+            bar.update(len(rows))
             recent = [r["success_rate"] for r in rows if not np.isnan(r["success_rate"])]
             bar.set_postfix(success=f"{np.mean(recent):.3f}" if recent else "-", sps=f"{rows[-1]['sps']:,.0f}")
             done = int(runner.update)

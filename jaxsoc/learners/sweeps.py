@@ -1,23 +1,56 @@
-"""Sample-efficiency sweeps: the BabyAI paper's data-efficiency protocol (seed 004 §4.2) as functions.
+"""Sample-efficiency sweeps: the BabyAI paper's data-efficiency protocol (seed 004 §4.2) as functions, measured
+as the reference's analysis scripts measure it.
 
-**Imitation** (``bc_sample_efficiency``). ``num_seeds`` models are trained on the full dataset, ``vmap``ped
-over seeds in one program, until one of them reaches the success threshold on the validation episodes (checked
-after every epoch); the updates that took are ``T_min``. Then the first ``n`` demonstrations, for ``n`` on a
-grid shrinking by ``factor`` (√2) from the full size, are each trained by ``num_seeds`` models for ``2 T_min``
-updates. A size is *solved* when at least one model reaches the threshold at a validation (every epoch and
-after the last update), as in the paper ("in at least 1 run out of 3"). The sweep stops at the first unsolved
-size; the smallest solved size ``k`` gives the bracket ``[k / factor, k]`` that holds the minimum number of
-demonstrations. ``T_min`` is taken from the first model to cross (consistent with that criterion).
+**Imitation** (``bc_sample_efficiency``; the reference's ``scripts/il_dataeff.py`` and ``min_num_samples`` in
+``babyai/plotting.py``). Every model is validated after every epoch; its curve is the *centred* rolling mean
+of ``window`` consecutive validation success rates (pandas ``rolling(window, center=True).mean()``: the value
+at validation ``i`` averages validations ``i - window // 2`` to ``i + (window - 1) // 2``, NaN where that
+span leaves the run; ``window=10`` as the reference's documented ``il_dataeff.py --window 10``, "results of
+10 subsequent validations are averaged"; the script's own default is 1). A model *solves* at the first
+validation whose rolling mean is strictly above the threshold (``> 0.99``); its ``T`` is that validation's
+update count (the centre of the window, as the reference labels it).
 
-**Reinforcement learning** (``rl_sample_efficiency``). ``num_seeds`` PPO (or A2C) runs, ``vmap``ped over
-seeds; the success rate of the episodes that ended in each update is smoothed by a centred rolling mean over
-``window`` updates (the reference's ``scripts/rl_dataeff.py``: pandas ``rolling(window, center=True)``, NaN
-where the window is incomplete or holds an update without episodes), and the episodes needed by a run are
-the episodes that ended up to the first update whose smoothed rate reaches the threshold. The paper reports
-the minimum and maximum over runs.
+1. ``num_seeds`` models train on the full dataset (``vmap``ped over seeds) until every one has solved (or
+   the budget ends); ``T_min`` is the **mean over seeds** of their ``T`` (the reference averages the runs
+   with the most demonstrations and gives up when one of them has not solved).
+2. The size budget is ``ceil(2 T_min)`` updates (``bc_budget``): the reference's normal time is
+   ``mean(patience * T + 1)`` with ``patience=2`` and it admits validations with update counts strictly
+   below it, i.e. up to ``ceil(2 T_min)``.
+3. The first ``n`` demonstrations, for ``n`` on a grid shrinking by ``factor`` (√2) from the full size, are
+   each trained by ``num_seeds`` models; a size is *solved* when at least one model's rolling mean at a
+   validation within the budget is above the threshold (the paper's "at least 1 run out of 3"; the
+   reference's ``max_within_normal_time > 0.99`` per model). The centred window of a validation near the end
+   of the budget reaches ``(window - 1) // 2`` validations beyond it (the reference's runs go on past the
+   normal time and are cut when analysed), so every run trains that many epochs past its budget; those
+   extra validations only complete windows, they are never labels themselves.
+4. The sweep stops at the first unsolved size; the smallest solved size ``k`` gives the bracket
+   ``[k / factor, k]`` (the paper's Table 3; the reference's script fits a Gaussian process instead).
 
-``write_report`` writes ``sweep.json``, ``sweep.md`` (a table per level, with the paper's numbers where it
-has them) and ``sweep.png``; ``jaxsoc sweep {bc,rl}`` runs a sweep over several levels from the command line.
+Differences from the reference: time is counted in parameter updates (the paper's unit; ``il_dataeff.py``
+defaults to ``--limit frames``, demonstration frames seen, which grows with updates at a fixed batch size).
+
+**Reinforcement learning** (``rl_sample_efficiency``; the reference's ``scripts/train_rl.py`` logging and
+``scripts/rl_dataeff.py``). ``num_seeds`` PPO (or A2C) runs, ``vmap``ped over seeds. Their per-update
+episode counts are turned into the rows the reference logs (``log_rows``): a row every ``log_interval`` (10)
+updates, whose success rate is over the episodes that ended in that update and, when fewer than
+``min_episodes`` (64, the reference's number of processes) did, over whole earlier updates until at least
+``min_episodes`` are covered (the reference keeps the ``max(episodes ended, 64)`` most recent episodes,
+``babyai/rl/algos/base.py``; jaxsoc counts episodes per update, not their order inside one, so it takes whole
+updates); before that many episodes have ended at all the missing ones count as failures (the reference's
+episode list starts as 64 zero returns). The rows' success rates are smoothed by the centred rolling mean
+over ``window`` **rows** (NaN where incomplete; 100 rows, 10 for GoToRedBallGrey, as the reference's
+``EXPERIMENTS.md``), so a window spans ``window * log_interval`` updates as in the reference, and the
+episodes needed by a run are the episodes ended up to the first row whose smoothed rate is ``>= 0.99``
+(``rl_dataeff.py``: ``df[smoothed >= 0.99].iloc[0].episodes``; runs that never get there are left out).
+The paper reports the minimum and maximum over runs (``rl_dataeff.py`` of 1.1 prints ``mean ± 2.576 std``;
+the mean is reported too).
+
+The paper's RL figures were measured with the ICLR19 model, ``arch="original"`` (``PAPER_RL``), so the RL
+sweep runs that architecture unless told otherwise and records which one it ran; the report lists the
+BabyAI 1.1 figures (``BABYAI11_RL``, per architecture) beside the paper's.
+
+``write_report`` writes ``sweep.json``, ``sweep.md`` (a table per level, with the reference's numbers where
+known) and ``sweep.png``; ``jaxsoc sweep {bc,rl}`` runs a sweep over several levels from the command line.
 """
 
 from __future__ import annotations
@@ -26,7 +59,7 @@ import dataclasses
 import functools
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +81,7 @@ from jaxsoc.learners.bc import (
     padded_length,
 )
 from jaxsoc.learners.evaluate import evaluate
+from jaxsoc.learners.networks import preset
 from jaxsoc.learners.ppo import PPOConfig, Trainer, trainer_for
 
 SQRT2 = math.sqrt(2.0)
@@ -61,6 +95,8 @@ PAPER_IL = {
     "PutNextLocal": (354.0, 500.0),
     "GoTo": (250.0, 354.0),
 }
+#: the architecture of the paper's RL figures (ICLR19 ``expert_filmcnn``, jaxsoc's ``arch="original"``)
+PAPER_RL_ARCH = "original"
 PAPER_RL = {
     "GoToRedBallGrey": (377.0, 379.0),
     "GoToRedBall": (453.0, 470.0),
@@ -69,10 +105,42 @@ PAPER_RL = {
     "PutNextLocal": (1875.0, 2587.0),
     "GoTo": (1057.0, 2177.0),
 }
+#: BabyAI 1.1 (arXiv 2007.12770), thousands of RL episodes to 99% at lr 1e-4, per architecture: one figure per
+#: level from a third-party summary of the paper (``models-and-excalibur.md`` §3.8), not checked against the PDF
+BABYAI11_RL = {
+    "original": {
+        "GoToRedBallGrey": 21.0,
+        "GoToRedBall": 273.0,
+        "GoToLocal": 1311.0,
+        "PickupLoc": 1797.0,
+        "PutNextLocal": 2984.0,
+        "GoTo": 1601.0,
+    },
+    "bow_endpool_res": {
+        "GoToRedBallGrey": 24.0,
+        "GoToRedBall": 177.0,
+        "GoToLocal": 611.0,
+        "PickupLoc": 982.0,
+        "PutNextLocal": 876.0,
+        "GoTo": 817.0,
+    },
+}
+#: ``il_dataeff.py --window`` of the reference's documented runs (validations)
+BC_WINDOW = 10
+#: the reference's ``train_rl.py --log-interval`` (updates per logged row) and its number of processes (the
+#: fewest recent episodes a row covers)
+LOG_INTERVAL = 10
+MIN_EPISODES = 64
 
 
 def _level(env_id: str) -> str:
     return env_id.removeprefix("BabyAI-").removesuffix("-v0")
+
+
+def rl_window(env_id: str) -> int:
+    """Returns the reference's ``rl_dataeff.py --window`` for a level, in logged rows: 10 for GoToRedBallGrey,
+    100 otherwise (``EXPERIMENTS.md``)."""
+    return 10 if _level(env_id) == "GoToRedBallGrey" else 100
 
 
 def size_grid(full: int, smallest: int = 1, factor: float = SQRT2) -> list[int]:
@@ -93,8 +161,8 @@ def size_grid(full: int, smallest: int = 1, factor: float = SQRT2) -> list[int]:
 
 
 def smoothed_success(success_rate: np.ndarray, window: int) -> np.ndarray:
-    """Returns ``float64[U]``: the centred rolling mean of ``success_rate[U]`` over ``window`` updates
-    (pandas' ``rolling(window, center=True).mean()``: update ``i`` averages ``[i - window // 2, i - window // 2
+    """Returns ``float64[U]``: the centred rolling mean of ``success_rate[U]`` over ``window`` entries
+    (pandas' ``rolling(window, center=True).mean()``: entry ``i`` averages ``[i - window // 2, i - window // 2
     + window)``), NaN where that window leaves ``[0, U)`` or holds a NaN."""
     if window < 1:
         raise ValueError(f"window must be positive, got {window}")
@@ -107,13 +175,42 @@ def smoothed_success(success_rate: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
-def episodes_to_threshold(success_rate: np.ndarray, episodes: np.ndarray, window: int, threshold: float) -> int | None:
-    """Returns the episodes that ended up to and including the first update whose smoothed success rate
-    (``smoothed_success``) reaches ``threshold``, or ``None`` if none does. ``success_rate[U]`` and
-    ``episodes[U]`` are per update (not cumulative)."""
-    smooth = smoothed_success(success_rate, window)
-    hits = np.flatnonzero(smooth >= threshold)
-    return None if len(hits) == 0 else int(np.sum(np.asarray(episodes)[: hits[0] + 1]))
+# -- imitation bookkeeping -----------------------------------------------------------------------------------------
+def seed_summary(
+    updates: Sequence[int], success: Sequence[float], window: int, threshold: float, budget: int | None = None
+) -> dict[str, Any]:
+    """Returns one model's verdict from its validations (``success[i]`` after ``updates[i]`` updates), the
+    reference's ``min_num_samples``: ``solved_at``, the update count of the first validation within ``budget``
+    (``updates <= budget``; all when ``None``) whose centred rolling mean over ``window`` validations
+    (``smoothed_success``) is strictly above ``threshold`` (``None`` if none), ``best_smoothed``, the largest
+    such rolling mean within the budget (``None`` where no window is complete), and ``best_success``, the best
+    single validation within the budget (``None`` without one)."""
+    updates, success = np.asarray(updates, np.int64), np.asarray(success, np.float64)
+    if updates.shape != success.shape:
+        raise ValueError(f"{len(updates)} update counts for {len(success)} validations")
+    smooth = smoothed_success(success, window)
+    within = np.ones(len(updates), bool) if budget is None else updates <= budget
+    hits = np.flatnonzero(within & (smooth > threshold))
+    complete = smooth[within & ~np.isnan(smooth)]
+    return {
+        "solved_at": int(updates[hits[0]]) if len(hits) else None,
+        "best_smoothed": float(complete.max()) if len(complete) else None,
+        "best_success": float(success[within].max()) if within.any() else None,
+    }
+
+
+def bc_budget(t_per_seed: Sequence[int], patience: int = 2) -> int:
+    """Returns the update budget of the smaller datasets: ``ceil(patience * mean(T))`` over the full-size
+    models' ``T``. The reference keeps the validations with update counts ``< mean(patience * T + 1)``, i.e.
+    (counts being whole) up to ``ceil(patience * mean(T))``: seeds with ``T`` 10, 20, 30 give 40."""
+    if not t_per_seed or min(t_per_seed) < 1 or patience < 1:
+        raise ValueError(f"need positive T per seed and patience, got {list(t_per_seed)}, {patience}")
+    return -(-patience * sum(t_per_seed) // len(t_per_seed))  # exact ceil of patience * mean
+
+
+def lookahead(window: int) -> int:
+    """Returns the validations a centred window of ``window`` reaches past its label: ``(window - 1) // 2``."""
+    return (window - 1) // 2
 
 
 def bracket(rows: list[dict[str, Any]], factor: float = SQRT2) -> dict[str, Any]:
@@ -130,10 +227,13 @@ def bracket(rows: list[dict[str, Any]], factor: float = SQRT2) -> dict[str, Any]
     return {"k": k, "bracket": None if k is None else [k / factor, k], "closed": closed}
 
 
-# -- imitation ---------------------------------------------------------------------------------------------------
+# -- imitation training ----------------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=8)
 def _seeded(learner: BCLearner) -> tuple[Callable, Callable]:
     return jax.jit(jax.vmap(learner.init)), jax.jit(jax.vmap(learner.update))
+
+
+STOPS = ("any", "all", "never")
 
 
 def train_bc_seeds(
@@ -142,55 +242,68 @@ def train_bc_seeds(
     num_seeds: int,
     max_updates: int,
     *,
+    window: int = 1,
+    stop_when: str = "any",
     max_len: int | None = None,
     width: int | None = None,
-    stop_when_solved: bool = True,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Trains ``num_seeds`` models (seeds ``config.seed + s``) on ``demos`` for up to ``max_updates`` updates,
-    ``vmap``ped over seeds, validating each after every epoch and after the last update.
+    """Trains ``num_seeds`` models (seeds ``config.seed + s``) on ``demos`` with a budget of ``max_updates``
+    updates, ``vmap``ped over seeds, validating each after every epoch and after the last update.
 
-    Each seed draws its own epochs (``epoch_indices`` with its seed), as ``train_bc`` with that seed would.
+    The run goes ``lookahead(window)`` epochs past the budget, so that the centred rolling mean of every
+    validation within the budget is complete (``seed_summary``). Each seed draws its own epochs
+    (``epoch_indices`` with its seed), as ``train_bc`` with that seed would.
 
     Args:
         config: the recipe (its ``success_threshold``, ``val_episodes`` and ``val_seed`` drive validation).
         demos: the training demonstrations.
         num_seeds: models trained at once.
-        max_updates: the update budget.
+        max_updates: the update budget (the validations that count are within it).
+        window: validations in the rolling mean.
+        stop_when: stop once ``"any"`` or ``"all"`` seeds have solved within the budget (``seed_summary``), or
+            ``"never"``.
         max_len, width: the padded length and mission width (defaults from ``demos``; pass the full
             dataset's to share one compiled update across sizes).
-        stop_when_solved: stop at the first validation where any seed reaches the threshold.
         progress: show a progress bar over updates.
 
     Returns:
         ``{"updates": int[V], "success": float[S][V], "solved_at": [int | None] * S, "variables", "width"}``:
-        the update count of each validation, every seed's validation success rates, per seed the update count
-        of its first validation at or above the threshold, the final variables (numpy, leading axis ``S``) and
-        the mission width used.
+        the update count of each validation, every seed's validation success rates, per seed
+        ``seed_summary``'s ``solved_at``, the final variables (numpy, leading axis ``S``) and the mission width
+        used.
     """
-    if num_seeds < 1 or max_updates < 1:
-        raise ValueError(f"num_seeds and max_updates must be positive, got {num_seeds}, {max_updates}")
+    if num_seeds < 1 or max_updates < 1 or window < 1 or stop_when not in STOPS:
+        raise ValueError(f"bad settings: {num_seeds=}, {max_updates=}, {window=}, {stop_when=} (one of {STOPS})")
     env, env_params = jaxsoc.make(config.env_id)
     episodes, count = demos.episodes, demos.num_episodes
     batch_size = min(config.batch_size, count)
     updates_per_epoch = config.epoch_length // batch_size
+    total = max_updates + lookahead(window) * updates_per_epoch
     max_len = max_len or padded_length(config, demos)
     width = width or mission_width(episodes["mission"])
     learner = make_learner(config, updates_per_epoch)
     init, update = _seeded(learner)
     seeds = [config.seed + s for s in range(num_seeds)]
     states = init(jax.vmap(jax.random.key)(jnp.asarray(seeds, jnp.uint32)))
-    updates, success, solved_at = [], [[] for _ in seeds], [None] * num_seeds
-    bar = tqdm(total=max_updates, unit="update", desc=f"{num_seeds} seeds x {count} demos", disable=not progress)
+    updates, success = [], [[] for _ in seeds]
+
+    def solved_at() -> list[int | None]:
+        return [
+            seed_summary(updates, rates, window, config.success_threshold, max_updates)["solved_at"]
+            for rates in success
+        ]
+
+    bar = tqdm(total=total, unit="update", desc=f"{num_seeds} seeds x {count} demos", disable=not progress)
     with bar:
-        for u in range(max_updates):
+        for u in range(total):
             epoch, b = divmod(u, updates_per_epoch)
             if b == 0:
                 ids = [epoch_indices(count, config.epoch_length, epoch, seed) for seed in seeds]
             batches = [make_batch(episodes, i[b * batch_size : (b + 1) * batch_size], max_len, width) for i in ids]
             states, _ = update(states, {k: np.stack([x[k] for x in batches]) for k in batches[0]})
             bar.update(1)
-            if b + 1 < updates_per_epoch and u + 1 < max_updates:
+            if b + 1 < updates_per_epoch and u + 1 < total:
                 continue
             updates.append(u + 1)
             variables = learner.variables(states)
@@ -200,13 +313,32 @@ def train_bc_seeds(
                     env, env_params, learner.model, one, config.val_episodes, config.val_seed, greedy=True
                 ).summary()["success_rate"]
                 success[s].append(rate)
-                if solved_at[s] is None and rate >= config.success_threshold:
-                    solved_at[s] = u + 1
-            bar.set_postfix(best=f"{max(max(r) for r in success):.3f}")
-            if stop_when_solved and any(x is not None for x in solved_at):
+            bar.set_postfix(last=f"{max(r[-1] for r in success):.3f}")
+            solved = [x is not None for x in solved_at()]
+            if (stop_when == "any" and any(solved)) or (stop_when == "all" and all(solved)):
                 break
     variables = jax.device_get(learner.variables(states))
-    return {"updates": updates, "success": success, "solved_at": solved_at, "variables": variables, "width": width}
+    return {"updates": updates, "success": success, "solved_at": solved_at(), "variables": variables, "width": width}
+
+
+def bc_row(demos: int, budget: int, result: dict[str, Any], window: int, threshold: float) -> dict[str, Any]:
+    """Returns a sweep row (JSON-able) for one size from a trainer's ``updates`` and ``success``: ``demos``,
+    ``updates`` (the budget), ``solved`` (a seed solved within it), ``seeds_solved``, per seed ``solved_at``,
+    ``best_smoothed`` and ``best_success`` (``seed_summary``), ``validations`` and ``trained`` (updates run,
+    the look-ahead included)."""
+    per_seed = [seed_summary(result["updates"], rates, window, threshold, budget) for rates in result["success"]]
+    hits = [s["solved_at"] for s in per_seed if s["solved_at"] is not None]
+    return {
+        "demos": demos,
+        "updates": budget,
+        "solved": bool(hits),
+        "seeds_solved": len(hits),
+        "solved_at": [s["solved_at"] for s in per_seed],
+        "best_smoothed": [s["best_smoothed"] for s in per_seed],
+        "best_success": [s["best_success"] for s in per_seed],
+        "validations": len(result["updates"]),
+        "trained": int(result["updates"][-1]) if len(result["updates"]) else 0,
+    }
 
 
 def bc_sample_efficiency(
@@ -217,6 +349,8 @@ def bc_sample_efficiency(
     full_demos: int | None = None,
     min_demos: int = 1,
     factor: float = SQRT2,
+    window: int = BC_WINDOW,
+    patience: int = 2,
     max_updates: int | None = None,
     train_seeds: Callable[..., dict[str, Any]] = train_bc_seeds,
     on_row: Callable[[dict[str, Any]], None] | None = None,
@@ -225,12 +359,14 @@ def bc_sample_efficiency(
     """Runs the imitation protocol (module docstring) on one level.
 
     Args:
-        config: the BC recipe (``config.success_threshold`` is the 99% criterion).
+        config: the BC recipe (``config.success_threshold`` is the 99% criterion, crossed strictly).
         data: a dataset directory, ``DemoDataset`` or ``MemoryDemos``; sizes take its first episodes.
         num_seeds: models per size.
         full_demos: the full size (all of ``data`` when ``None``).
         min_demos: the smallest size tried.
         factor: the grid's ratio.
+        window: validations in the centred rolling mean (10 as the reference's runs).
+        patience: the smaller sizes' budget is ``ceil(patience * T_min)`` (``bc_budget``; 2 in the paper).
         max_updates: the budget of the full-size runs (default ``config.max_epochs`` epochs).
         train_seeds: the trainer (``train_bc_seeds``'s signature; replaceable in tests).
         on_row: called with the result so far (the return value's layout) after every size, e.g. to write
@@ -238,47 +374,107 @@ def bc_sample_efficiency(
         progress: progress bars.
 
     Returns:
-        ``{"env_id", "kind": "bc", "num_seeds", "factor", "threshold", "t_min", "rows", "k", "bracket",
-        "closed"}``; ``rows`` one dict per size tried (``demos``, ``updates`` budget, ``solved``,
-        ``seeds_solved``, ``best_success`` per seed, ``solved_at`` per seed); ``t_min`` is ``None`` (and the
-        sweep stops) when no full-size run reaches the threshold within ``max_updates``.
+        ``{"env_id", "kind": "bc", "num_seeds", "factor", "window", "patience", "threshold", "t_per_seed",
+        "t_min", "budget", "rows", "k", "bracket", "closed"}``; ``rows`` one ``bc_row`` per size tried;
+        ``t_per_seed`` the full-size models' ``T`` (``None`` where one did not solve), ``t_min`` their mean and
+        ``budget`` the smaller sizes' (both ``None``, and the sweep stops, unless every full-size model solved
+        within ``max_updates``).
     """
+    if num_seeds < 1 or window < 1 or patience < 1:
+        raise ValueError(f"num_seeds, window and patience must be positive, got {num_seeds}, {window}, {patience}")
     demos = load_training_demos(config, data, full_demos)
     full = demos.num_episodes
     shape = {"max_len": padded_length(config, demos), "width": mission_width(demos.episodes["mission"])}
-    budget = max_updates or config.max_epochs * (config.epoch_length // min(config.batch_size, full))
-    out = {"env_id": config.env_id, "kind": "bc", "num_seeds": num_seeds, "factor": factor}
-    out.update(threshold=config.success_threshold, config=config.to_dict(), rows=[])
-
-    def row(n: int, result: dict[str, Any], budget: int) -> dict[str, Any]:  # JSON-able, no variables
-        hits = [x for x in result["solved_at"] if x is not None]
-        return {
-            "demos": n,
-            "updates": budget,
-            "solved": bool(hits),
-            "seeds_solved": len(hits),
-            "best_success": [max(r) for r in result["success"]],
-            "solved_at": result["solved_at"],
-        }
+    first_budget = max_updates or config.max_epochs * (config.epoch_length // min(config.batch_size, full))
+    threshold = config.success_threshold
+    out = {"env_id": config.env_id, "kind": "bc", "num_seeds": num_seeds, "factor": factor, "window": window}
+    out.update(patience=patience, threshold=threshold, config=config.to_dict(), rows=[])
 
     def add(n: int, result: dict[str, Any], budget: int) -> bool:
-        out["rows"].append(row(n, result, budget))
+        out["rows"].append(bc_row(n, budget, result, window, threshold))
         out.update(bracket(out["rows"], factor))
         if on_row is not None:
             on_row(out)
         return out["rows"][-1]["solved"]
 
-    first = train_seeds(config, demos, num_seeds, budget, progress=progress, **shape)
-    hits = [x for x in first["solved_at"] if x is not None]
-    out["t_min"] = min(hits) if hits else None
-    if add(full, first, budget):
+    def train(n: int, budget: int, stop_when: str) -> dict[str, Any]:
+        subset = demos if n == full else demos.take(np.arange(n))
+        return train_seeds(
+            config, subset, num_seeds, budget, window=window, stop_when=stop_when, progress=progress, **shape
+        )
+
+    first = train(full, first_budget, "all")
+    t_per_seed = [
+        seed_summary(first["updates"], r, window, threshold, first_budget)["solved_at"] for r in first["success"]
+    ]
+    every = all(t is not None for t in t_per_seed)
+    out.update(
+        t_per_seed=t_per_seed,
+        t_min=sum(t_per_seed) / num_seeds if every else None,
+        budget=bc_budget(t_per_seed, patience) if every else None,
+    )
+    if add(full, first, first_budget) and every:
         for n in size_grid(full, min_demos, factor)[1:]:
-            result = train_seeds(
-                config, demos.take(np.arange(n)), num_seeds, 2 * out["t_min"], progress=progress, **shape
-            )
-            if not add(n, result, 2 * out["t_min"]):
+            if not add(n, train(n, out["budget"], "any"), out["budget"]):
                 break
     return out
+
+
+# -- reinforcement learning bookkeeping ---------------------------------------------------------------------------
+def log_rows(
+    success_rate: np.ndarray,
+    episodes: np.ndarray,
+    log_interval: int = LOG_INTERVAL,
+    min_episodes: int = MIN_EPISODES,
+) -> dict[str, np.ndarray]:
+    """Returns the rows the reference's ``train_rl.py`` would log for a run whose update ``t`` (1-based) ended
+    ``episodes[t - 1]`` episodes with success rate ``success_rate[t - 1]`` (NaN or anything where none ended).
+
+    A row is logged after every ``log_interval``-th update ``t``. Its success rate is over the episodes that
+    ended in update ``t`` and, while they are fewer than ``min_episodes``, in whole earlier updates too (back
+    to the latest start that covers ``min_episodes``); when the run has not yet ended ``min_episodes``
+    episodes, it is the successes over ``min_episodes`` (the missing episodes count as failures, as the
+    reference's zero-filled list of returns). With ``min_episodes=0`` a row covers update ``t`` alone (NaN if
+    no episode ended in it).
+
+    Returns:
+        ``{"update": int[R], "episodes": int[R], "success_rate": float64[R], "covered": int[R]}``: the update
+        of each row, the episodes ended up to it (cumulative), its success rate and the episodes it covers.
+    """
+    if log_interval < 1 or min_episodes < 0:
+        raise ValueError(f"need log_interval >= 1 and min_episodes >= 0, got {log_interval}, {min_episodes}")
+    counts = np.asarray(episodes, np.int64)
+    rates = np.asarray(success_rate, np.float64)
+    if counts.shape != rates.shape or counts.ndim != 1:
+        raise ValueError(f"need two [U] arrays, got {rates.shape} and {counts.shape}")
+    wins = np.where(counts > 0, np.rint(np.nan_to_num(rates) * counts), 0).astype(np.int64)
+    ended = np.concatenate([[0], np.cumsum(counts)])  # ended[t]: episodes of updates 1..t
+    won = np.concatenate([[0], np.cumsum(wins)])
+    t = np.arange(log_interval, len(counts) + 1, log_interval)
+    # the latest p < t with ended[t] - ended[p] >= min_episodes (updates p+1..t), 0 if there is none
+    p = np.clip(np.searchsorted(ended, ended[t] - min_episodes, side="right") - 1, 0, t - 1)
+    covered = ended[t] - ended[p]
+    denominator = np.maximum(covered, min_episodes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(denominator > 0, (won[t] - won[p]) / np.maximum(denominator, 1), np.nan)
+    return {"update": t, "episodes": ended[t], "success_rate": rate, "covered": covered}
+
+
+def episodes_to_threshold(
+    success_rate: np.ndarray,
+    episodes: np.ndarray,
+    window: int,
+    threshold: float,
+    *,
+    log_interval: int = LOG_INTERVAL,
+    min_episodes: int = MIN_EPISODES,
+) -> int | None:
+    """Returns the episodes ended up to the first logged row (``log_rows`` of the per-update
+    ``success_rate[U]`` and ``episodes[U]``) whose centred rolling mean over ``window`` rows
+    (``smoothed_success``) is at least ``threshold``, as ``rl_dataeff.py``; ``None`` if no row gets there."""
+    rows = log_rows(success_rate, episodes, log_interval, min_episodes)
+    hits = np.flatnonzero(smoothed_success(rows["success_rate"], window) >= threshold)
+    return None if len(hits) == 0 else int(rows["episodes"][hits[0]])
 
 
 # -- reinforcement learning ----------------------------------------------------------------------------------
@@ -294,8 +490,11 @@ def rl_sample_efficiency(
     config: PPOConfig,
     *,
     num_seeds: int = 3,
-    window: int = 100,
+    window: int | None = None,
+    log_interval: int = LOG_INTERVAL,
+    min_episodes: int = MIN_EPISODES,
     threshold: float = 0.99,
+    arch: str | None = PAPER_RL_ARCH,
     seed: int = 0,
     chunk_updates: int = 50,
     progress: bool = True,
@@ -304,14 +503,32 @@ def rl_sample_efficiency(
     (``pool_resets`` turned off for ``vmap``), keys ``fold_in(key(seed), s)``, for at most
     ``config.total_frames`` frames each, stopping once every run has reached the threshold.
 
+    Args:
+        config: the run's recipe.
+        num_seeds: runs, vmapped.
+        window: logged rows in the centred rolling mean (default ``rl_window``: 10 for GoToRedBallGrey, else
+            100).
+        log_interval, min_episodes: the rows (``log_rows``).
+        threshold: the success rate to reach (``>=``).
+        arch: the image architecture, replacing ``config.arch`` (``"original"``, the ICLR19 model of the
+            paper's figures, by default; ``None`` keeps the config's).
+        seed: the runs' base key.
+        chunk_updates: updates per compiled call between checks.
+        progress: a progress bar.
+
     Returns:
-        ``{"env_id", "kind": "rl", "num_seeds", "window", "threshold", "episodes_needed": [int | None] * S,
-        "min", "max" (over runs that reached it, ``None`` if none), "updates", "frames", "curves"}``;
-        ``curves`` holds per run the per-update ``success_rate`` and ``episodes`` lists (NaN as ``None``).
+        ``{"env_id", "kind": "rl", "arch", "num_seeds", "window", "log_interval", "min_episodes", "threshold",
+        "episodes_needed": [int | None] * S, "min", "max", "mean" (over runs that reached it, ``None`` if
+        none), "updates", "frames", "curves"}``; ``curves`` holds per run the per-update ``success_rate`` and
+        ``episodes`` lists (NaN as ``None``), from which ``log_rows`` rebuilds the rows.
     """
+    window = rl_window(config.env_id) if window is None else window
     if num_seeds < 1 or window < 1 or not 0 < threshold <= 1 or chunk_updates < 1:
         raise ValueError(f"bad sweep settings: {num_seeds=}, {window=}, {threshold=}, {chunk_updates=}")
-    config = dataclasses.replace(config, pool_resets=False)
+    if log_interval < 1 or min_episodes < 0:
+        raise ValueError(f"need log_interval >= 1 and min_episodes >= 0, got {log_interval}, {min_episodes}")
+    config = dataclasses.replace(config, pool_resets=False, **({} if arch is None else {"arch": arch}))
+    ran_arch = config.arch or preset(config.preset).arch
     trainer = trainer_for(config)
     keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(seed), s))(jnp.arange(num_seeds))
     runners = jax.jit(jax.vmap(trainer.init))(keys)
@@ -319,6 +536,7 @@ def rl_sample_efficiency(
     counts = np.zeros((num_seeds, 0), np.int64)
     needed: list[int | None] = [None] * num_seeds
     total, done = config.num_updates, 0
+    rows = {"log_interval": log_interval, "min_episodes": min_episodes}
     bar = tqdm(total=total, unit="update", desc=f"RL {config.env_id} x{num_seeds}", disable=not progress)
     with bar:
         while done < total and any(x is None for x in needed):
@@ -328,7 +546,7 @@ def rl_sample_efficiency(
             rates = np.concatenate([rates, np.asarray(metrics["success_rate"], np.float64)], axis=1)
             counts = np.concatenate([counts, np.asarray(metrics["episodes"], np.int64)], axis=1)
             done += size
-            needed = [episodes_to_threshold(rates[s], counts[s], window, threshold) for s in range(num_seeds)]
+            needed = [episodes_to_threshold(rates[s], counts[s], window, threshold, **rows) for s in range(num_seeds)]
             bar.update(size)
             bar.set_postfix(reached=sum(x is not None for x in needed), rate=f"{np.nanmean(rates[:, -size:]):.3f}")
     reached = [x for x in needed if x is not None]
@@ -339,13 +557,16 @@ def rl_sample_efficiency(
     return {
         "env_id": config.env_id,
         "kind": "rl",
+        "arch": ran_arch,
         "num_seeds": num_seeds,
         "window": window,
+        **rows,
         "threshold": threshold,
         "config": dataclasses.asdict(config),
         "episodes_needed": needed,
         "min": min(reached) if reached else None,
         "max": max(reached) if reached else None,
+        "mean": float(np.mean(reached)) if reached else None,
         "updates": done,
         "frames": done * config.frames_per_update,
         "curves": curves,
@@ -359,51 +580,86 @@ def _thousands(x: float | None) -> str:
     return f"{x / 1000:,.1f}" if x >= 10_000 else f"{x / 1000:.3g}"
 
 
+def _rate(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
 def report_table(results: list[dict[str, Any]]) -> str:
     """Returns a markdown summary of sweep results (thousands of demonstrations or episodes, as the paper's
-    Table 3), one row per level, with the paper's figures where it has them."""
+    Table 3), one row per level, with the reference's figures where they are known."""
     if not results:
         return ""
     if results[0]["kind"] == "bc":
         lines = [
-            "| level | T_min (updates) | sizes tried | k | bracket [k/√2, k] | closed | paper |",
-            "|---|---:|---:|---:|---|---|---|",
+            "| level | window | T per seed (updates) | T_min (mean) | budget | sizes tried | k | "
+            "bracket [k/√2, k] | closed | paper |",
+            "|---|---:|---|---:|---:|---:|---:|---|---|---|",
         ]
         for r in results:
             paper = PAPER_IL.get(_level(r["env_id"]))
             lo_hi = "—" if r["bracket"] is None else f"{_thousands(r['bracket'][0])}–{_thousands(r['bracket'][1])}"
+            per_seed = ", ".join("not reached" if t is None else str(t) for t in r["t_per_seed"])
             lines.append(
-                f"| {_level(r['env_id'])} | {r['t_min'] if r['t_min'] is not None else 'not reached'} | "
-                f"{len(r['rows'])} | {_thousands(r['k'])} | {lo_hi} | {'yes' if r['closed'] else 'no'} | "
-                f"{'—' if paper is None else f'{paper[0]}–{paper[1]}'} |"
+                f"| {_level(r['env_id'])} | {r['window']} | {per_seed} | "
+                f"{'not reached by every seed' if r['t_min'] is None else format(r['t_min'], 'g')} | "
+                f"{'—' if r['budget'] is None else r['budget']} | {len(r['rows'])} | {_thousands(r['k'])} | "
+                f"{lo_hi} | {'yes' if r['closed'] else 'no'} | {'—' if paper is None else f'{paper[0]}–{paper[1]}'} |"
             )
-        lines += ["", "| level | demos | updates | seeds solved | best success per seed |", "|---|---:|---:|---:|---|"]
+        lines += [
+            "",
+            "| level | demos | budget (updates) | seeds solved | solved at (updates) | best rolling mean | "
+            "best validation |",
+            "|---|---:|---:|---:|---|---|---|",
+        ]
         for r in results:
             for row in r["rows"]:
-                best = ", ".join(f"{x:.3f}" for x in row["best_success"])
+                at = ", ".join("—" if x is None else str(x) for x in row["solved_at"])
                 lines.append(
                     f"| {_level(r['env_id'])} | {row['demos']} | {row['updates']} | "
-                    f"{row['seeds_solved']}/{len(row['best_success'])} | {best} |"
+                    f"{row['seeds_solved']}/{len(row['solved_at'])} | {at} | "
+                    f"{', '.join(_rate(x) for x in row['best_smoothed'])} | "
+                    f"{', '.join(_rate(x) for x in row['best_success'])} |"
                 )
+        lines += [
+            "",
+            "A seed solves at the first validation within the budget whose centred rolling mean over `window` "
+            "validations exceeds the threshold; T_min is the mean over the full-size seeds, the budget "
+            "ceil(2 T_min).",
+        ]
         return "\n".join(lines) + "\n"
     lines = [
-        "| level | runs | frames per run | episodes needed per run | min–max | paper |",
-        "|---|---:|---:|---|---|---|",
+        "| level | arch | runs | frames per run | window (rows x updates) | episodes needed per run | min–max | "
+        "mean | paper (ICLR19, original) | 1.1 original | 1.1 bow_endpool_res |",
+        "|---|---|---:|---:|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        paper = PAPER_RL.get(_level(r["env_id"]))
+        level = _level(r["env_id"])
+        paper = PAPER_RL.get(level)
         per_run = ", ".join(_thousands(x) for x in r["episodes_needed"])
+        v11 = [BABYAI11_RL[a].get(level) for a in ("original", "bow_endpool_res")]
         lines.append(
-            f"| {_level(r['env_id'])} | {r['num_seeds']} | {r['frames']:,} | {per_run} | "
-            f"{_thousands(r['min'])}–{_thousands(r['max'])} | {'—' if paper is None else f'{paper[0]}–{paper[1]}'} |"
+            f"| {level} | {r['arch']} | {r['num_seeds']} | {r['frames']:,} | {r['window']} x {r['log_interval']} | "
+            f"{per_run} | {_thousands(r['min'])}–{_thousands(r['max'])} | {_thousands(r['mean'])} | "
+            f"{'—' if paper is None else f'{paper[0]}–{paper[1]}'} | "
+            + " | ".join("—" if x is None else f"{x:g}" for x in v11)
+            + " |"
         )
+    lines += [
+        "",
+        "Thousands of episodes. The paper's figures are for the ICLR19 model (`arch=original`): compare rows run "
+        "with that architecture. The BabyAI 1.1 figures (one per level and architecture, lr 1e-4) come from a "
+        "third-party summary of arXiv 2007.12770 quoted in the reference notes and are not checked against the "
+        "paper; — where none is known. Rows are logged every `log_interval` updates over at least "
+        f"{results[0].get('min_episodes', MIN_EPISODES)} recent episodes, smoothed by a centred rolling mean "
+        "over `window` rows; a run needs the episodes ended up to the first row at or above the threshold.",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def plot_results(results: list[dict[str, Any]], path: str | Path) -> Path:
-    """Writes a PNG with one panel per level: for BC the best validation success of every seed against the
-    dataset size (log scale), for RL every run's smoothed success rate against episodes; the threshold as a
-    dashed line. Returns the path."""
+    """Writes a PNG with one panel per level: for BC every seed's best rolling-mean validation success within
+    the budget against the dataset size (log scale), for RL every run's smoothed logged success rate against
+    episodes; the threshold as a dashed line. Returns the path."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -414,16 +670,19 @@ def plot_results(results: list[dict[str, Any]], path: str | Path) -> Path:
         if r["kind"] == "bc":
             sizes = [row["demos"] for row in r["rows"]]
             for s in range(r["num_seeds"]):
-                ax.plot(sizes, [row["best_success"][s] for row in r["rows"]], "o-", ms=3, lw=1, label=f"seed {s}")
+                best = [np.nan if row["best_smoothed"][s] is None else row["best_smoothed"][s] for row in r["rows"]]
+                ax.plot(sizes, best, "o-", ms=3, lw=1, label=f"seed {s}")
             ax.set_xscale("log")
             ax.set_xlabel("demonstrations")
-            ax.set_ylabel("best validation success")
+            ax.set_ylabel(f"best validation success (rolling {r['window']})")
         else:
             for s, curve in enumerate(r["curves"]):
                 rates = np.array([np.nan if x is None else x for x in curve["success_rate"]])
-                ax.plot(np.cumsum(curve["episodes"]), smoothed_success(rates, r["window"]), lw=1, label=f"run {s}")
+                rows = log_rows(rates, np.array(curve["episodes"]), r["log_interval"], r["min_episodes"])
+                smooth = smoothed_success(rows["success_rate"], r["window"])
+                ax.plot(rows["episodes"], smooth, lw=1, label=f"run {s}")
             ax.set_xlabel("episodes")
-            ax.set_ylabel(f"success rate (rolling {r['window']})")
+            ax.set_ylabel(f"success rate (rolling {r['window']} rows)")
         ax.axhline(r["threshold"], ls="--", color="grey", lw=0.8)
         ax.set_title(_level(r["env_id"]), fontsize=10)
         ax.grid(alpha=0.3)

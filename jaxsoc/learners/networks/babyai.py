@@ -27,17 +27,24 @@ its own, so a world's action never depends on the other worlds of the batch.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from jaxsoc.envs.babyai.language import WORD_TO_ID
+from jaxsoc.learners.networks import registry
 from jaxsoc.learners.networks.layers import Conv, GRUCell, Linear, LSTMCell, Norm
 
 IMAGE_BOW_MAX = 147  # the reference's per-channel vocabulary of the image embedding (obs_space["image"])
 ARCHS = ("bow_endpool_res", "original")
 INSTR_ARCHS = ("gru", "attgru")
 NORMS = ("batch", "layer", "none")
+#: the reference tokenizer reads words only (``re.findall("([a-z]+)", mission)``): the comma of ``", then"``
+#: is in the observation (so missions decode character for character) but not in the model's input
+REFERENCE_IGNORED_TOKENS = (WORD_TO_ID[","],)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +62,8 @@ class ModelConfig:
         norm: ``"batch"``, ``"layer"`` or ``"none"``.
         vocab_size: rows of the word embedding (100 in the reference; token ids must be below it).
         num_actions: actor outputs.
+        ignored_tokens: token ids removed from the mission (the rest shifted left) before the instruction
+            encoder reads it; the comma by default, as the reference's word tokenizer.
     """
 
     arch: str = "bow_endpool_res"
@@ -65,6 +74,7 @@ class ModelConfig:
     norm: str = "batch"
     vocab_size: int = 100
     num_actions: int = 7
+    ignored_tokens: tuple[int, ...] = REFERENCE_IGNORED_TOKENS
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -79,6 +89,8 @@ class ModelConfig:
                 raise ValueError(f"ModelConfig.{name} must be positive, got {getattr(self, name)}")
         if self.instr_arch == "attgru" and self.instr_dim % 2:
             raise ValueError(f"attgru needs an even instr_dim (two directions), got {self.instr_dim}")
+        if not isinstance(self.ignored_tokens, tuple) or 0 in self.ignored_tokens:
+            raise ValueError(f"ignored_tokens must be a tuple of non-padding ids, got {self.ignored_tokens!r}")
 
 
 PRESETS = {
@@ -104,6 +116,16 @@ def preset(name: str, **overrides) -> ModelConfig:
     if unknown:
         raise ValueError(f"unknown ModelConfig fields {unknown}; known: {sorted(fields)}")
     return dataclasses.replace(PRESETS[name], **overrides)
+
+
+def drop_tokens(mission: jax.Array, ignored: tuple[int, ...]) -> jax.Array:
+    """Returns ``mission`` (``int[B, L]``) without the ``ignored`` ids, the other tokens shifted left in
+    order and 0-padded at the end."""
+    if not ignored:
+        return mission
+    keep = ~jnp.isin(mission, jnp.asarray(ignored, mission.dtype))
+    order = jnp.argsort(~keep, axis=-1, stable=True)
+    return jnp.take_along_axis(jnp.where(keep, mission, 0), order, axis=-1)
 
 
 def _run(cell: nn.Module, carry, xs: jax.Array, reverse: bool = False):
@@ -197,9 +219,10 @@ class InstructionEncoder(nn.Module):
 class ACModel(nn.Module):
     """The BabyAI actor-critic (module docstring); ``config`` a ``ModelConfig``.
 
-    ``__call__`` = ``step(obs, encode_mission(obs["mission"]), memory)``. The mission encoding does not depend
-    on the memory, so a learner replaying ``R`` steps of ``M`` sequences can encode all ``R * M`` missions in
-    one batched pass (``apply(..., method=ACModel.encode_mission)``) and run only ``step`` sequentially.
+    It implements the policy protocol (``networks.registry``): the per-episode context is the encoded
+    mission, so ``__call__`` = ``step(obs, encode_context(obs), memory)``. The mission encoding does not depend
+    on the memory: an acting loop encodes a mission once per episode, and a learner replaying ``R`` steps of
+    ``M`` sequences encodes all ``R * M`` missions in one batched pass and runs only ``step`` sequentially.
     """
 
     config: ModelConfig
@@ -223,7 +246,11 @@ class ACModel(nn.Module):
     def encode_mission(self, mission: jax.Array) -> jax.Array:
         """Returns the mission encoding: ``float32[B, instr_dim]`` (``gru``) or per token ``[B, L, instr_dim]``
         (``attgru``), from token ids ``[B, L]``."""
-        return self.instr(mission)
+        return self.instr(drop_tokens(mission.astype(jnp.int32), self.config.ignored_tokens))
+
+    def encode_context(self, obs: dict) -> jax.Array:
+        """Returns ``encode_mission(obs["mission"])``: the per-episode context of the policy protocol."""
+        return self.encode_mission(obs["mission"])
 
     def step(self, obs: dict, encoding: jax.Array, memory: jax.Array, train: bool = False):
         """Returns ``(log_probs float32[B, num_actions], value float32[B], memory float32[B, 2 * memory_dim])``
@@ -232,7 +259,7 @@ class ACModel(nn.Module):
         instr = encoding
         if cfg.instr_arch == "attgru":
             key = self.memory2key(memory)
-            mask = (obs["mission"] != 0).astype(jnp.float32)
+            mask = (drop_tokens(obs["mission"], cfg.ignored_tokens) != 0).astype(jnp.float32)
             attention = jax.nn.softmax(jnp.einsum("bd,bld->bl", key, encoding) + 1000.0 * mask, axis=-1)
             instr = jnp.einsum("bl,bld->bd", attention, encoding)
         self.sow("intermediates", "instruction", instr)  # [B, instr_dim], for inspection
@@ -255,4 +282,26 @@ class ACModel(nn.Module):
         ``train`` selects batch statistics for ``norm="batch"`` (pass ``mutable=["batch_stats"]`` to
         ``apply`` to update the running averages).
         """
-        return self.step(obs, self.encode_mission(obs["mission"]), memory, train)
+        return self.step(obs, self.encode_context(obs), memory, train)
+
+
+def check_observations(config: ModelConfig, space: Any) -> None:
+    """Raises ``ValueError`` unless ``space`` (a ``spaces.Dict``) has ``image`` and ``mission`` with token ids
+    below ``config.vocab_size``."""
+    spaces = getattr(space, "spaces", {})
+    missing = sorted({"image", "mission"} - set(spaces))
+    if missing:
+        raise ValueError(f"the BabyAI network needs observations {missing}, which the env lacks")
+    vocab = int(np.max(spaces["mission"].high)) + 1
+    if vocab > config.vocab_size:
+        raise ValueError(f"mission token ids reach {vocab - 1}, beyond the model's vocab_size {config.vocab_size}")
+
+
+def _config_from_json(fields: dict[str, Any]) -> dict[str, Any]:
+    fields = dict(fields)
+    if "ignored_tokens" in fields:
+        fields["ignored_tokens"] = tuple(fields["ignored_tokens"])
+    return fields
+
+
+registry.register("babyai", registry.NetworkSpec(ACModel, ModelConfig, PRESETS, check_observations, _config_from_json))
