@@ -65,6 +65,9 @@ def test_every_part_writes_complete_stamped_rows(toy_run):
     assert rows["bot_success"][0]["episodes"] == 8 and rows["bot_success"][0]["success"] == 1.0
     ppo = rows["ppo"][0]  # the final row replaced the progress row of the first chunk
     assert ppo["updates"] == 2 and ppo["stopped"] == "max_updates" and ppo["frames_per_s"] > 0
+    paper = rows["ppo_paper"][0]  # two seeds of the paper's recipe in one program
+    assert paper["updates"] == 2 and paper["arch"] == "original" and len(paper["episodes_needed"]) == 2
+    assert paper["frames_per_s"] > 0 and paper["paper_thousands"] == [377.0, 379.0]
     assert [r["demos"] for r in rows["bc"]] == [16, 11]
     assert {(r["map"], r["impl"]) for r in rows["conv"]} == {(m, i) for m in (7, 2) for i in ("native", "im2col")}
 

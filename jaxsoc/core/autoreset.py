@@ -11,8 +11,9 @@ whose episode ended, and generates a *pool* of fresh levels of the smallest size
 ``k``-th ended world takes the ``k``-th level of the pool. The choice of pool size is a ``lax.switch``
 outside ``vmap``, so only one size runs. Every ended episode still gets its own independently generated
 level, so the episode distribution is exactly ``env.step``'s; only the random stream differs. Inside an
-outer ``vmap`` (e.g. over training seeds) the switch becomes a select over all sizes, which costs more
-than it saves: vmap ``env.step`` there, or pass ``pool_fractions=()``.
+outer ``vmap`` (e.g. over training seeds) a switch on a batched index becomes a select over all sizes,
+which costs more than it saves: name the ``vmap``'s axis (``axis_name``) and every member takes the pool
+size the largest count needs, so the switch survives.
 """
 
 from __future__ import annotations
@@ -42,14 +43,22 @@ def pool_sizes(num_envs: int, pool_fractions: Sequence[float] = DEFAULT_POOL_FRA
     return sorted(s for s in sizes if s < num_envs) + [num_envs]
 
 
-def pooled(done: jax.Array, compute: Callable[[jax.Array], Any], otherwise: Any, sizes: Sequence[int]) -> Any:
+def pooled(
+    done: jax.Array,
+    compute: Callable[[jax.Array], Any],
+    otherwise: Any,
+    sizes: Sequence[int],
+    axis_name: str | None = None,
+) -> Any:
     """Returns ``otherwise`` with the rows where ``done`` (``bool[N]``) replaced by fresh values computed for
     those rows only.
 
     ``compute(rows)`` gets the indices ``int32[P]`` of the first ``P`` done rows (0 in unused slots) and returns
     a pytree of ``[P, ...]`` arrays; the ``k``-th done row takes slot ``k``. ``P`` is the smallest of ``sizes``
     (ascending, the last one ``N``: ``pool_sizes``) that holds every done row, chosen by one ``lax.switch``
-    (nothing is computed when no row is done)."""
+    (nothing is computed when no row is done). Inside a ``vmap`` with ``axis_name`` (e.g. over training
+    seeds) the pool size is the largest any member needs (``lax.pmax``), so the switch stays a switch instead
+    of becoming a select over every size."""
     rank = jnp.cumsum(done) - 1  # the pool slot of each done row
 
     def branch(size):
@@ -62,17 +71,21 @@ def pooled(done: jax.Array, compute: Callable[[jax.Array], Any], otherwise: Any,
         return run
 
     sizes = list(sizes)
-    index = jnp.sum(jnp.sum(done) > jnp.asarray([0, *sizes[:-1]], jnp.int32))
+    count = jnp.sum(done)
+    if axis_name is not None:
+        count = jax.lax.pmax(count, axis_name)
+    index = jnp.sum(count > jnp.asarray([0, *sizes[:-1]], jnp.int32))
     return jax.lax.switch(index, [lambda _: otherwise, *map(branch, sizes)], None)
 
 
 def batched_step(
-    env: Environment, pool_fractions: Sequence[float] = DEFAULT_POOL_FRACTIONS
+    env: Environment, pool_fractions: Sequence[float] = DEFAULT_POOL_FRACTIONS, axis_name: str | None = None
 ) -> Callable[..., tuple[Any, Any, jax.Array, jax.Array, jax.Array, dict[str, Any]]]:
     """Returns ``step(key, states, actions, params) -> (obs, states, reward, terminated, truncated, info)``
     over a batch: ``states`` and ``actions`` have a leading axis ``N``, ``key`` is one key and ``params``
     is shared. Outputs have the leading axis ``N`` and the meaning of ``env.step``'s (auto-reset, with
-    ``info["final_observation"]`` and ``info["final_state"]``). Jittable; see the module docstring."""
+    ``info["final_observation"]`` and ``info["final_state"]``). Jittable; see the module docstring. Under a
+    ``vmap`` over batches (seeds) give its ``axis_name`` (``pooled``)."""
 
     def step(key, states, actions, params):
         num_envs = actions.shape[0]
@@ -86,7 +99,8 @@ def batched_step(
         def generate(rows):
             return jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(key_reset, rows.shape[0]), params)
 
-        new_obs, new_states = pooled(done, generate, (obs, stepped), pool_sizes(num_envs, pool_fractions))
+        sizes = pool_sizes(num_envs, pool_fractions)
+        new_obs, new_states = pooled(done, generate, (obs, stepped), sizes, axis_name)
         info = dict(info, final_observation=obs, final_state=stepped)
         return new_obs, new_states, reward, terminated, truncated, info
 

@@ -264,17 +264,17 @@ class _Rolling:
 
 
 def ppo(ctx: Context) -> Iterator[dict]:
-    """PPO (``learners.ppo.scaled_config`` with ``config`` overrides, ``Trainer.run`` in chunks of
+    """PPO (``learners.ppo.throughput_config`` with ``config`` overrides, ``Trainer.run`` in chunks of
     ``chunk_updates``) on every level until the rolling training success rate (``_Rolling``: the sampled
     policy's, over at least ``min_episodes`` episodes) reaches ``threshold``, ``max_updates`` are done, or the
     level's share of the budget (what is left, split evenly over the levels left) ends. A progress row
     (``partial``) is written every ``progress_s`` seconds."""
-    from jaxsoc.learners.ppo import scaled_config, trainer_for
+    from jaxsoc.learners.ppo import throughput_config, trainer_for
 
     p = ctx.params
     levels = list(p["levels"])
     for i, env_id in enumerate(levels):
-        config = scaled_config(env_id=env_id, preset=p["preset"], **p["config"])
+        config = throughput_config(env_id=env_id, preset=p["preset"], **p["config"])
         key = f"{env_id}|{dataclasses.asdict(config)}|chunk={p['chunk_updates']}|max_updates={p['max_updates']}"
         key += f"|threshold={p['threshold']}|min_episodes={p['min_episodes']}|seed={p['seed']}"
         previous = ctx.previous(key)
@@ -392,6 +392,96 @@ def render_ppo(rows: list[dict]) -> str:
 
 def _span_of(rows: list[dict], name: str) -> str:
     return "/".join(sorted({str(r.get(name)) for r in rows}))
+
+
+def ppo_paper(ctx: Context) -> Iterator[dict]:
+    """The paper's PPO recipe (``learners.ppo.paper_config``: 64 worlds x 40 frames, ``arch="original"``),
+    ``seeds`` runs at once (``Trainer.run_seeds``, pooled resets over a named seed axis), on each level until
+    every run has reached the threshold by the reference's definition (``learners.sweeps.episodes_to_threshold``:
+    rows every 10 updates over at least 64 episodes, centred rolling mean), ``max_updates`` are done, or the
+    level's share of the budget ends. Rows give the episodes each run needed (the paper's unit) and the
+    frames/s of all runs together."""
+    import numpy as np
+
+    from jaxsoc.learners.ppo import paper_config, trainer_for
+    from jaxsoc.learners.sweeps import PAPER_RL, episodes_to_threshold, rl_window
+
+    p = ctx.params
+    levels = list(p["levels"])
+    for i, env_id in enumerate(levels):
+        config = paper_config(env_id=env_id, preset=p["preset"], **p["config"])
+        key = f"{env_id}|{dataclasses.asdict(config)}|seeds={p['seeds']}|chunk={p['chunk_updates']}"
+        key += f"|max_updates={p['max_updates']}|threshold={p['threshold']}"
+        previous = ctx.previous(key)
+        if previous is not None:
+            yield previous
+            continue
+        if ctx.out_of_time(p["min_seconds"]):
+            return
+        deadline = time.perf_counter() + ctx.time_left() / (len(levels) - i)
+        trainer = trainer_for(config, seed_axis="seeds")
+        began = time.perf_counter()
+        runners = trainer.init_seeds(jax.random.split(jax.random.key(p["seed"]), p["seeds"]))
+        rates, counts, needed = [], [], [None] * p["seeds"]
+        steady_s, steady_frames, updates, last_s = 0.0, 0, 0, 0.0
+        window = rl_window(env_id) if p["window"] is None else p["window"]
+        while updates < p["max_updates"] and (updates == 0 or time.perf_counter() + last_s < deadline):
+            tick = time.perf_counter()
+            runners, metrics = trainer.run_seeds(runners, p["chunk_updates"])
+            metrics = jax.device_get(metrics)
+            last_s = time.perf_counter() - tick
+            if updates:
+                steady_s += last_s
+                steady_frames += p["seeds"] * p["chunk_updates"] * config.frames_per_update
+            updates += p["chunk_updates"]
+            rates.append(np.asarray(metrics["success_rate"], float))
+            counts.append(np.asarray(metrics["episodes"], int))
+            rate, count = np.concatenate(rates, axis=1), np.concatenate(counts, axis=1)
+            needed = [episodes_to_threshold(rate[s], count[s], window, p["threshold"]) for s in range(p["seeds"])]
+            if all(n is not None for n in needed):
+                break
+        reached = [n for n in needed if n is not None]
+        ctx.log(f"{env_id}: {len(reached)}/{p['seeds']} runs reached {p['threshold']} in {updates} updates")
+        yield {
+            "env": env_id,
+            "preset": config.preset,
+            "arch": config.arch,
+            "config": dataclasses.asdict(config),
+            "seeds": p["seeds"],
+            "threshold": p["threshold"],
+            "window": window,
+            "updates": updates,
+            "frames_per_run": updates * config.frames_per_update,
+            "wall_s": time.perf_counter() - began,
+            "frames_per_s": steady_frames / steady_s if steady_s > 0 else None,
+            "episodes_needed": needed,
+            "reached": len(reached),
+            "min_episodes_needed": min(reached) if reached else None,
+            "max_episodes_needed": max(reached) if reached else None,
+            "paper_thousands": PAPER_RL.get(_level(env_id)),
+            "key": key,
+        }
+
+
+def render_ppo_paper(rows: list[dict]) -> str:
+    """Returns the paper-recipe table: runs that reached the threshold, the episodes they needed (min–max,
+    thousands) beside the paper's, and the frames/s of all runs together."""
+    lines = [
+        "| level | arch | runs | reached | updates | episodes to 99% (k, min–max) | paper (k) | wall s | frames/s |",
+        "|---|---|---:|---:|---:|---|---|---:|---:|",
+    ]
+    for r in rows:
+        low, high = r["min_episodes_needed"], r["max_episodes_needed"]
+        ours = "–" if low is None else f"{low / 1000:.0f}–{high / 1000:.0f}"
+        paper = r["paper_thousands"]
+        lines.append(
+            f"| {_level(r['env'])} | {r['arch']} | {r['seeds']} | {r['reached']} | {r['updates']} | {ours} | "
+            f"{'–' if paper is None else f'{paper[0]:.0f}–{paper[1]:.0f}'} | {r['wall_s']:.0f} | "
+            f"{_num(r['frames_per_s'])} |"
+        )
+    return "Episodes to 99% by the reference's definition (`learners.sweeps.episodes_to_threshold`).\n\n" + "\n".join(
+        lines
+    )
 
 
 def bc(ctx: Context) -> Iterator[dict]:

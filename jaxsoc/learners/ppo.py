@@ -144,10 +144,31 @@ class PPOConfig:
         return registry.network_config(self.network, self.preset, num_actions, arch=self.arch, norm=self.norm)
 
 
-def scaled_config(**overrides: Any) -> PPOConfig:
-    """Returns the recipe for thousands of worlds on an accelerator: 4096 worlds x 40 frames, minibatches of
-    40,960 frames (4 per epoch); other fields as ``PPOConfig`` unless overridden."""
-    fields = dict(num_envs=4096, num_steps=40, minibatch_frames=40_960, total_frames=200_000_000)
+def paper_config(**overrides: Any) -> PPOConfig:
+    """Returns the BabyAI paper's recipe: 64 worlds x 40 frames, 4 epochs of 2 minibatches (one gradient step
+    per 320 frames), lr 1e-4, on the ICLR19 ``original`` image architecture of the paper's RL figures, with
+    ``overrides``. It is the recipe whose episodes-to-99% compare with the paper's tables; a GPU is filled by
+    running many seeds of it at once (``trainer_for(config, seed_axis="seeds").run_seeds``), not by more
+    worlds per run."""
+    return PPOConfig(**{"arch": "original", **overrides})
+
+
+#: the throughput recipe at full scale (``throughput_config``) and at the CPU scale its tests and scripts run
+THROUGHPUT = dict(num_envs=4096, num_steps=20, minibatch_frames=10_240, update_epochs=4, lr=5e-4)
+
+
+def throughput_config(scale: float = 1.0, **overrides: Any) -> PPOConfig:
+    """Returns the recipe for thousands of worlds on an accelerator: 4096 worlds x 20 frames (81,920 frames an
+    update), 4 epochs of 8 minibatches of 10,240 frames (one gradient step per 2,560 frames, 32 steps an
+    update), lr 5e-4. Against the paper's recipe it trades sample efficiency (8x fewer gradient steps per
+    frame, partly made up by the larger learning rate on the larger minibatches) for 64x the worlds, whose
+    frames a GPU produces almost for free; ``benchmarks/gpu_suite.py`` (part ``ppo``) measures its wall-clock
+    time to 99%. ``scale`` multiplies the worlds and the minibatch (0.0625: 256 worlds, the CPU scale that
+    shows it learning); ``overrides`` replace fields."""
+    fields = dict(THROUGHPUT, total_frames=200_000_000)
+    fields["num_envs"] = max(1, round(fields["num_envs"] * scale))
+    sequences = max(1, round(fields["minibatch_frames"] * scale) // fields["num_steps"])
+    fields["minibatch_frames"] = sequences * fields["num_steps"]
     fields.update(overrides)
     return PPOConfig(**fields)
 
@@ -242,7 +263,14 @@ class Trainer:
             env without ``mission``, or token ids beyond its vocabulary).
     """
 
-    def __init__(self, config: PPOConfig, env: Any = None, env_params: Any = None, network: Any = None) -> None:
+    def __init__(
+        self,
+        config: PPOConfig,
+        env: Any = None,
+        env_params: Any = None,
+        network: Any = None,
+        seed_axis: str | None = None,
+    ) -> None:
         if env is None:
             env, made = jaxsoc.make(config.env_id)
             env_params = made if env_params is None else env_params
@@ -261,8 +289,9 @@ class Trainer:
         self.model_config = network.config
         self.tx = self._optimizer()
         self._pool_sizes = pool_sizes(config.num_envs)
+        self.seed_axis = seed_axis
         if config.pool_resets:
-            self._env_step = batched_step(env)
+            self._env_step = batched_step(env, axis_name=seed_axis)
         else:
             vstep = jax.vmap(env.step, in_axes=(0, 0, 0, None))
             self._env_step = lambda key, s, a, p: vstep(jax.random.split(key, a.shape[0]), s, a, p)
@@ -334,7 +363,7 @@ class Trainer:
         def encode(rows):
             return self.context(params, jax.tree_util.tree_map(lambda x: x[rows], obs))
 
-        return pooled(done, encode, context, self._pool_sizes)
+        return pooled(done, encode, context, self._pool_sizes, self.seed_axis)
 
     # -- acting --------------------------------------------------------------------------------------------
     def _act(self, carry, _):
@@ -513,6 +542,9 @@ class Trainer:
         With ``stop`` (a traced ``int32[]``: no recompilation per value) the updates that would go beyond
         update number ``stop`` are computed but discarded: the runner stays at ``stop`` and their metrics have
         ``active`` False. One compiled length then serves a run whose length is not a multiple of it."""
+        return self._run(runner, num_updates, stop)
+
+    def _run(self, runner: Runner, num_updates: int, stop: jax.Array | int | None):
         stop = jnp.iinfo(jnp.int32).max if stop is None else stop
 
         def body(runner, _):
@@ -522,6 +554,19 @@ class Trainer:
             return kept, dict(metrics, active=active)
 
         return jax.lax.scan(body, runner, None, length=num_updates)
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def init_seeds(self, keys: jax.Array) -> Runner:
+        """Returns one ``Runner`` per key of ``keys`` (``[S]``), stacked on a leading seed axis."""
+        return jax.vmap(self.init)(keys)
+
+    @functools.partial(jax.jit, static_argnums=(0, 2), donate_argnums=1)
+    def run_seeds(self, runners: Runner, num_updates: int, stop: jax.Array | int | None = None):
+        """``run`` for ``S`` independent runs at once (``init_seeds``), ``vmap``ped over the seed axis (named
+        ``seed_axis``, so pooled resets keep a real switch: ``trainer_for(config, seed_axis="seeds")``);
+        every output has a leading seed axis."""
+        run = functools.partial(self._run, num_updates=num_updates, stop=stop)
+        return jax.vmap(run, axis_name=self.seed_axis)(runners)
 
     def train(self, key: jax.Array) -> tuple[Runner, dict[str, jax.Array]]:
         """Returns ``(runner, metrics [num_updates])`` of a whole run from ``key``; pure, so
@@ -537,12 +582,12 @@ class Trainer:
 
 
 @functools.lru_cache(maxsize=8)
-def _cached_trainer(config: PPOConfig) -> Trainer:
-    return Trainer(config)
+def _cached_trainer(config: PPOConfig, seed_axis: str | None) -> Trainer:
+    return Trainer(config, seed_axis=seed_axis)
 
 
-def trainer_for(config: PPOConfig) -> Trainer:
+def trainer_for(config: PPOConfig, seed_axis: str | None = None) -> Trainer:
     """Returns a ``Trainer`` for ``config`` on ``make(config.env_id)``, shared by every config that differs
     only in ``total_frames`` (so a resumed or extended run reuses the compiled updates). Use ``config`` itself,
-    not the trainer's, for the number of updates."""
-    return _cached_trainer(dataclasses.replace(config, total_frames=config.frames_per_update))
+    not the trainer's, for the number of updates. ``seed_axis`` names the seed axis of ``run_seeds``."""
+    return _cached_trainer(dataclasses.replace(config, total_frames=config.frames_per_update), seed_axis)

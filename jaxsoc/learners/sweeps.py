@@ -82,7 +82,7 @@ from jaxsoc.learners.bc import (
 )
 from jaxsoc.learners.evaluate import evaluate
 from jaxsoc.learners.networks import preset
-from jaxsoc.learners.ppo import PPOConfig, Trainer, trainer_for
+from jaxsoc.learners.ppo import PPOConfig, trainer_for
 
 SQRT2 = math.sqrt(2.0)
 #: the paper's Table 3, thousands of demonstrations (IL from the bot, a ``[k/√2, k]`` bracket) and of episodes
@@ -478,14 +478,6 @@ def episodes_to_threshold(
 
 
 # -- reinforcement learning ----------------------------------------------------------------------------------
-@functools.partial(jax.jit, static_argnums=(0, 2))
-def _run_seeds(trainer: Trainer, runners: Any, num_updates: int) -> tuple[Any, dict[str, jax.Array]]:
-    def run(runner):
-        return jax.lax.scan(lambda r, _: trainer.update(r), runner, None, length=num_updates)
-
-    return jax.vmap(run)(runners)
-
-
 def rl_sample_efficiency(
     config: PPOConfig,
     *,
@@ -500,8 +492,9 @@ def rl_sample_efficiency(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Runs the RL protocol (module docstring) on ``config.env_id``: ``num_seeds`` runs of ``config``
-    (``pool_resets`` turned off for ``vmap``), keys ``fold_in(key(seed), s)``, for at most
-    ``config.total_frames`` frames each, stopping once every run has reached the threshold.
+    (``Trainer.run_seeds``: one program, pooled resets over the named seed axis), keys
+    ``fold_in(key(seed), s)``, for at most ``config.total_frames`` frames each,
+    stopping once every run has reached the threshold.
 
     Args:
         config: the run's recipe.
@@ -527,11 +520,11 @@ def rl_sample_efficiency(
         raise ValueError(f"bad sweep settings: {num_seeds=}, {window=}, {threshold=}, {chunk_updates=}")
     if log_interval < 1 or min_episodes < 0:
         raise ValueError(f"need log_interval >= 1 and min_episodes >= 0, got {log_interval}, {min_episodes}")
-    config = dataclasses.replace(config, pool_resets=False, **({} if arch is None else {"arch": arch}))
+    config = dataclasses.replace(config, **({} if arch is None else {"arch": arch}))
     ran_arch = config.arch or preset(config.preset).arch
-    trainer = trainer_for(config)
+    trainer = trainer_for(config, seed_axis="seeds")
     keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.key(seed), s))(jnp.arange(num_seeds))
-    runners = jax.jit(jax.vmap(trainer.init))(keys)
+    runners = trainer.init_seeds(keys)
     rates = np.zeros((num_seeds, 0))
     counts = np.zeros((num_seeds, 0), np.int64)
     needed: list[int | None] = [None] * num_seeds
@@ -541,8 +534,9 @@ def rl_sample_efficiency(
     with bar:
         while done < total and any(x is None for x in needed):
             size = min(chunk_updates, total - done)
-            runners, metrics = _run_seeds(trainer, runners, size)
-            metrics = jax.device_get(metrics)
+            # one compiled chunk length; updates past ``total`` are computed and discarded (``active``)
+            runners, metrics = trainer.run_seeds(runners, min(chunk_updates, total), np.int32(total))
+            metrics = {k: v[:, :size] for k, v in jax.device_get(metrics).items()}
             rates = np.concatenate([rates, np.asarray(metrics["success_rate"], np.float64)], axis=1)
             counts = np.concatenate([counts, np.asarray(metrics["episodes"], np.int64)], axis=1)
             done += size
