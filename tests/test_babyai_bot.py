@@ -503,3 +503,65 @@ def test_wrong_inputs_raise(small_episodes, big_episodes):
         B.bot_act(small_params, bot, state, {"direction": obs["direction"]})
     with pytest.raises(TypeError):  # the image instead of the observation dict
         B.bot_act(small_params, bot, state, obs["image"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the search: a static number of rounds, the reference's visit order
+
+from jaxsoc.envs.babyai import bot_search as S  # noqa: E402
+
+
+def reference_visits(expands: np.ndarray, starts: list[tuple[int, int]]) -> dict:
+    """The reference bot's FIFO BFS over ``expands`` (``bool[H, W]``) from ``starts``, ``[(flat cell,
+    heading)]`` in queue order: a cell is visited by its first entry; a visited cell that expands pushes its
+    four neighbours in the order (straight, swap, -swap, back) of its heading. Returns ``{cell: (order, depth,
+    heading, first, source)}`` (``first`` -1 for a start cell)."""
+    height, width = expands.shape
+    queue = [(cell, heading, -1, cell, 0) for cell, heading in starts]
+    visits = {}
+    for cell, heading, first, source, depth in queue:  # the list grows while it is read
+        if cell in visits:
+            continue
+        visits[cell] = (len(visits), depth, heading, first, source)
+        y, x = divmod(cell, width)
+        if not expands[y, x]:
+            continue
+        dx, dy = S.DIR_VECS[heading]
+        for mx, my in ((dx, dy), (dy, dx), (-dy, -dx), (-dx, -dy)):
+            if 0 <= x + mx < width and 0 <= y + my < height:
+                move = next(k for k, v in enumerate(S.DIR_VECS.tolist()) if v == [mx, my])
+                neighbour = (y + my) * width + x + mx
+                queue.append((neighbour, move, neighbour if depth == 0 else first, source, depth + 1))
+    return visits
+
+
+@pytest.mark.parametrize("shape", [(8, 8), (22, 22), (5, 17)])
+def test_visit_order_is_the_reference_bfs_order(shape):
+    # random masks (any density, mazes of one-cell corridors) and one to five start cells in a random order
+    height, width = shape
+    rng = np.random.default_rng(height * width)
+    count = 64
+    expands = rng.random((count, height, width)) < rng.uniform(0.3, 1.0, (count, 1, 1))
+    expands[::3] = rng.random((count // 3 + 1, height, width)) < 0.15  # sparse: short runs
+    expands[1::3, ::2] = True  # corridors joined at random places: long paths
+    order = np.full((count, height, width), S.UNVISITED, np.int32)
+    heading = rng.integers(0, 4, (count, height, width)).astype(np.int32)
+    starts = []
+    for n in range(count):
+        cells = rng.choice(height * width, rng.integers(1, 6), replace=False)
+        order[n].flat[cells] = np.arange(len(cells))
+        starts.append([(int(c), int(heading[n].flat[c])) for c in cells])
+    cells = np.broadcast_to(np.arange(height * width, dtype=np.int32).reshape(height, width), order.shape)
+    start = S.Sweep(order, np.zeros_like(order), heading, np.full_like(order, -1), np.array(cells))
+    sweep = jax.device_get(jax.jit(jax.vmap(S.visit_order))(expands, start))
+    for n in range(count):
+        visits = reference_visits(expands[n], starts[n])
+        for field, k in (("order", 0), ("depth", 1), ("heading", 2), ("first", 3), ("source", 4)):
+            got = getattr(sweep, field)[n].ravel()
+            expected = [visits[c][k] for c in sorted(visits)]
+            np.testing.assert_array_equal(got[sorted(visits)], expected, err_msg=f"{shape} case {n}: {field}")
+        unvisited = np.setdiff1d(np.arange(height * width), list(visits))
+        assert np.all(sweep.order[n].ravel()[unvisited] == S.UNVISITED)
+    # the cases need their rounds: with a quarter of them, some search stops early
+    short = jax.jit(jax.vmap(lambda e, s: S.visit_order(e, s, height * width // 4)))(expands, start)
+    assert np.any(np.asarray(short.order) != sweep.order)

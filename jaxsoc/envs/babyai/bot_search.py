@@ -8,10 +8,12 @@ Every cell is tested against the query when visited; only seen cells expand, wal
 objects only when blockers are allowed.
 
 The queue order does not depend on the query, so one exhaustive BFS answers every query of a step: the
-answer is the accepted cell visited first. Layer ``d + 1`` is ordered by (rank of the parent in layer
-``d``, slot of the move), which is what ``visit_order`` computes, layer by layer, with a dense global
-order (0 = the start). The second search, "with blockers", starts from *every* cell the first one visited,
-in its visit order, all heading east, exactly as the reference's ``previous_pos`` dictionary seeds it.
+answer is the accepted cell visited first. ``visit_order`` runs that BFS with a static number of rounds: a
+queue of the cells that expand, one dequeued per round, pushing its unvisited neighbours in slot order; a
+cell's visit order (0 = the start) is its position in the reference's queue (its first entry; later entries
+of a visited cell do nothing there). The second search, "with blockers", starts from *every* cell the first
+one visited, in its visit order, all heading east, exactly as the reference's ``previous_pos`` dictionary
+seeds it.
 
 Arrays are ``[H, W]`` indexed ``[y, x]``; cells are flat indices ``y * W + x``.
 """
@@ -40,6 +42,7 @@ def _expansion_slots() -> np.ndarray:
 
 
 EXPANSION_SLOT = _expansion_slots()
+SLOT_MOVE = np.argsort(EXPANSION_SLOT, axis=1).astype(np.int32)  # [heading, slot] -> move
 
 
 def shift(a: jax.Array, dx: int, dy: int, fill) -> jax.Array:
@@ -69,8 +72,8 @@ class Sweep:
     source: jax.Array
 
 
-# A visited cell is one int32 word: order (11 bits, the search key while in the frontier) | heading (2) |
-# first step (9) | source (9). Grids of at most 511 cells (BabyAI's largest is 22 x 22 = 484).
+# A visited cell is one int32 word: order (11 bits) | heading (2) | first step (9) | source (9). Grids of at
+# most 511 cells (BabyAI's largest is 22 x 22 = 484).
 MAX_CELLS = 511
 _INVALID = np.int32(2**31 - 1)
 
@@ -79,75 +82,71 @@ def _pack(order, heading, first, source) -> jax.Array:
     return (order << 20) | (heading << 18) | ((first & 511) << 9) | source
 
 
-def _dense_rank(key: jax.Array, valid: jax.Array, key_space: int) -> jax.Array:
-    """Returns ``int32[H, W]``: each valid cell's rank among the valid cells by ``key`` (unique keys in
-    ``[0, key_space)``). Keys are set as bits of ``ceil(key_space / 32)`` words; a rank is the population
-    count below the key (a prefix over words by a small triangular matmul: ``cumsum`` is slow here)."""
-    num_words = -(-key_space // 32)
-    word = jnp.where(valid, key >> 5, num_words)
-    bit = (key & 31).astype(jnp.uint32)
-    words = jnp.zeros(num_words, jnp.uint32).at[word].add(jnp.left_shift(jnp.uint32(1), bit), mode="drop")
-    counts = jax.lax.population_count(words).astype(jnp.float32)
-    before = jnp.asarray(np.triu(np.ones((num_words, num_words), np.float32), k=1))  # [w', w]: w' < w
-    prefix = jnp.dot(counts, before, precision=jax.lax.Precision.HIGHEST).astype(jnp.int32)
-    safe_word = jnp.minimum(word, num_words - 1)
-    below = words[safe_word] & (jnp.left_shift(jnp.uint32(1), bit) - jnp.uint32(1))
-    return prefix[safe_word] + jax.lax.population_count(below).astype(jnp.int32)
-
-
-def visit_order(expands: jax.Array, start: Sweep) -> Sweep:
+def visit_order(expands: jax.Array, start: Sweep, rounds: int | None = None) -> Sweep:
     """Runs the reference BFS to exhaustion from the start cells of ``start`` (``order < UNVISITED``,
-    already ordered densely from 0, with their headings).
+    already ordered densely from 0, with their headings; depth 0).
 
     Args:
         expands: ``bool[H, W]`` cells that push their neighbours when visited.
-        start: the start cells (depth 0).
+        start: the start cells.
+        rounds: the number of rounds, a static bound on the number of visited cells that expand (one is
+            dequeued per round; a round past the end of the queue changes nothing). The default ``H * W``
+            is always enough; with fewer than the cells of ``expands`` the BFS may stop early.
 
     Returns:
-        The ``Sweep`` of every visited cell. A bounded ``while_loop`` of at most ``H * W`` layers; each
-        layer shifts one packed word per direction, keeps the smallest (parent order, expansion slot), and
-        ranks the new cells densely with a counting pass over the ``4 * H * W`` keys.
+        The ``Sweep`` of every visited cell. Each round reads a few words of the dequeued cell and its four
+        neighbours and writes the fresh ones, so it costs the same on any grid.
     """
     height, width = expands.shape
-    if height * width > MAX_CELLS:
+    num_cells = height * width
+    if num_cells > MAX_CELLS:
         raise ValueError(f"the bot's search supports grids of at most {MAX_CELLS} cells, got {height}x{width}")
-    cells = jnp.arange(height * width, dtype=jnp.int32).reshape(height, width)
-    key_space = 4 * height * width
-    slot_tables = [jnp.asarray(EXPANSION_SLOT[:, move]) for move in range(4)]
-
-    def layer(carry):
-        words, depth_map, frontier, count, depth = carry
-        visited = words != _INVALID
-        best = jnp.full((height, width), _INVALID, jnp.int32)
-        for move, (dx, dy) in enumerate(DIR_VECS.tolist()):
-            parent = shift(frontier, dx, dy, _INVALID)
-            key = (parent >> 20) * 4 + slot_tables[move][(parent >> 18) & 3]
-            candidate = (key << 20) | (move << 18) | (parent & 0x3FFFF)
-            best = jnp.where((parent != _INVALID) & ~visited, jnp.minimum(best, candidate), best)
-        new = best != _INVALID
-        key = best >> 20
-        order = count + _dense_rank(key, new, key_space)
-        first = jnp.where(depth == 0, cells, (best >> 9) & 511)
-        word = _pack(order, (best >> 18) & 3, first, best & 511)
-        words = jnp.where(new, word, words)
-        depth_map = jnp.where(new, depth + 1, depth_map)
-        frontier = jnp.where(new & expands, word, _INVALID)
-        return words, depth_map, frontier, count + jnp.sum(new, dtype=jnp.int32), depth + 1
-
-    def more(carry):
-        return jnp.any(carry[2] != _INVALID) & (carry[4] < height * width)
-
-    started = start.order < UNVISITED
-    words = jnp.where(started, _pack(start.order, start.heading, start.first, start.source), _INVALID)
-    frontier = jnp.where(started & expands, words, _INVALID)
+    rounds = num_cells if rounds is None else rounds
+    expands = expands.ravel()
+    started = (start.order < UNVISITED).ravel()
+    words = jnp.where(started, _pack(start.order, start.heading, start.first, start.source).ravel(), _INVALID)
     count = jnp.sum(started, dtype=jnp.int32)
-    carry = (words, start.depth, frontier, count, jnp.int32(0))
-    words, depth_map, _, _, _ = jax.lax.while_loop(more, layer, carry)
+    # the queue starts with the start cells that expand, in their order
+    cell_at = (
+        jnp.zeros(num_cells, jnp.int32)
+        .at[jnp.where(started, start.order.ravel(), num_cells)]
+        .set(jnp.arange(num_cells, dtype=jnp.int32), mode="drop")
+    )
+    queued = expands[cell_at] & (jnp.arange(num_cells) < count)
+    queue = (
+        jnp.zeros(num_cells, jnp.int32)
+        .at[jnp.where(queued, jnp.cumsum(queued) - 1, num_cells)]
+        .set(cell_at, mode="drop")
+    )
+    slot_move = jnp.asarray(SLOT_MOVE)
+    dir_vecs = jnp.asarray(DIR_VECS, jnp.int32)
+
+    def round_(i, carry):
+        words, depth, queue, length, count = carry
+        cell = queue[jnp.minimum(i, num_cells - 1)]
+        word = words[cell]
+        moves = slot_move[(word >> 18) & 3]  # the four moves in expansion order
+        x, y = cell % width + dir_vecs[moves, 0], cell // width + dir_vecs[moves, 1]
+        inside = (x >= 0) & (x < width) & (y >= 0) & (y < height)
+        neighbour = jnp.clip(y, 0, height - 1) * width + jnp.clip(x, 0, width - 1)
+        fresh = (i < length) & inside & (words[neighbour] == _INVALID)
+        order = count + jnp.cumsum(fresh) - fresh  # their places in the reference's queue
+        first = jnp.where(depth[cell] == 0, neighbour, (word >> 9) & 511)
+        target = jnp.where(fresh, neighbour, num_cells)
+        words = words.at[target].set(_pack(order, moves, first, word & 511), mode="drop")
+        depth = depth.at[target].set(depth[cell] + 1, mode="drop")
+        grows = fresh & expands[neighbour]
+        queue = queue.at[jnp.where(grows, length + jnp.cumsum(grows) - grows, num_cells)].set(neighbour, mode="drop")
+        return words, depth, queue, length + jnp.sum(grows, dtype=jnp.int32), count + jnp.sum(fresh, dtype=jnp.int32)
+
+    carry = (words, start.depth.ravel(), queue, jnp.sum(queued, dtype=jnp.int32), count)
+    words, depth, _, _, _ = jax.lax.fori_loop(0, rounds, round_, carry)
+    words, depth = words.reshape(height, width), depth.reshape(height, width)
     visited = words != _INVALID
     first = (words >> 9) & 511
     return Sweep(
         order=jnp.where(visited, words >> 20, UNVISITED),
-        depth=depth_map,
+        depth=depth,
         heading=(words >> 18) & 3,
         first=jnp.where(visited & (first != 511), first, -1),
         source=words & 511,
@@ -176,7 +175,8 @@ def expanding_cells(grid: jax.Array, seen: jax.Array, ignore_blockers: bool) -> 
 
 
 def search(grid: jax.Array, seen: jax.Array, agent_pos: jax.Array, agent_dir: jax.Array) -> Searches:
-    """Returns both searches of the reference bot for the agent at ``agent_pos`` facing ``agent_dir``."""
+    """Returns both searches of the reference bot for the agent at ``agent_pos`` facing ``agent_dir``, on a
+    grid whose outer ring is wall (every MiniGrid grid): each takes ``(H - 2) * (W - 2)`` rounds."""
     height, width = seen.shape
     agent_cell = agent_pos[1] * width + agent_pos[0]
     cells = jnp.arange(height * width, dtype=jnp.int32).reshape(height, width)
@@ -189,9 +189,13 @@ def search(grid: jax.Array, seen: jax.Array, agent_pos: jax.Array, agent_dir: ja
         first=jnp.full((height, width), -1, jnp.int32),
         source=cells,
     )
-    clear = visit_order(expanding_cells(grid, seen, False), start)
+    # the outer wall never expands: masking it (a no-op on a walled grid) bounds the cells that expand
+    inner = np.zeros((height, width), bool)
+    inner[1:-1, 1:-1] = True
+    rounds = max(height - 2, 0) * max(width - 2, 0)
+    clear = visit_order(expanding_cells(grid, seen, False) & inner, start, rounds)
     restart = Sweep(order=clear.order, depth=zeros, heading=zeros, first=start.first, source=cells)
-    blocked = visit_order(expanding_cells(grid, seen, True), restart)
+    blocked = visit_order(expanding_cells(grid, seen, True) & inner, restart, rounds)
     return Searches(clear=clear, blocked=blocked, agent_cell=agent_cell)
 
 

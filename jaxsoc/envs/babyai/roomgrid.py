@@ -10,11 +10,11 @@ level starts; ``add_door`` and ``connect_all`` put doors on those cells. The sta
 
 minigrid places things by rejection sampling; an accepted sample is uniform over the candidates that pass
 its predicate, so here each placement is one uniform draw over a mask (``placement.choose_index``). Loops
-that minigrid runs until a condition holds are bounded: ``connect_all`` adds at most one door per inner
-wall, and flood fills stop at a fixed point. When minigrid would raise ``RecursionError`` or
-``RejectSampling`` (a room too full for its objects, rooms that cannot be connected, a failed level check),
-the primitive clears ``RoomGridState.ok``; the level generator then restarts the whole level with fresh
-randomness, as ``RoomGridLevel._gen_grid`` does.
+that minigrid runs until a condition holds have a static number of rounds: ``connect_all`` adds at most one
+door per inner wall, and a flood fill takes at most one step per open cell. When minigrid would raise
+``RecursionError`` or ``RejectSampling`` (a room too full for its objects, rooms that cannot be connected, a
+failed level check), the primitive clears ``RoomGridState.ok``; the level generator then restarts the whole
+level with fresh randomness, as ``RoomGridLevel._gen_grid`` does.
 
 Randomness comes from one block of ``uint32`` words per level attempt (``Bits``), turned into integers with
 ``placement.below``.
@@ -479,36 +479,73 @@ def dilate(mask: jax.Array) -> jax.Array:
     return mask | padded[:-2, 1:-1] | padded[2:, 1:-1] | padded[1:-1, :-2] | padded[1:-1, 2:]
 
 
-def flood_fill(passable: jax.Array, start: jax.Array) -> jax.Array:
+def _pack_rows(mask: jax.Array) -> jax.Array:
+    """Returns ``uint32[..., H]``: each row of ``bool[..., H, W]`` (``W <= 32``) as a word, bit ``x`` = column ``x``."""
+    weights = jnp.left_shift(jnp.uint32(1), jnp.arange(mask.shape[-1], dtype=jnp.uint32))
+    return jnp.sum(jnp.where(mask, weights, jnp.uint32(0)), axis=-1, dtype=jnp.uint32)
+
+
+def _unpack_rows(rows: jax.Array, width: int) -> jax.Array:
+    """The inverse of ``_pack_rows``: ``bool[..., H, W]``."""
+    return (jnp.right_shift(rows[..., None], jnp.arange(width, dtype=jnp.uint32)) & 1) != 0
+
+
+def _spread_rows(rows: jax.Array) -> jax.Array:
+    """``dilate`` on packed rows (``uint32[H]``): every set cell and its 4 neighbours (bits at and above
+    column ``W`` are garbage; mask them)."""
+    zero = jnp.zeros_like(rows[..., :1])
+    below = jnp.concatenate([rows[..., 1:], zero], axis=-1)  # out[y] = rows[y + 1]
+    above = jnp.concatenate([zero, rows[..., :-1]], axis=-1)  # out[y] = rows[y - 1]
+    return rows | (rows << 1) | (rows >> 1) | below | above
+
+
+def flood_fill(passable: jax.Array, start: jax.Array, steps: int | None = None) -> jax.Array:
     """Returns ``bool[H, W]``: the cells reached from ``start`` (``bool[H, W]``) by 4-neighbour steps that
-    only leave passable cells; impassable cells next to a reached passable cell are reached but not left.
-    A ``lax.while_loop`` runs to the fixed point (at most ``H * W`` rounds of 4 steps)."""
+    only leave passable cells; impassable cells next to a reached passable cell are reached but not left
+    (the fixed point of ``reach |= dilate(reach & passable)`` from ``start``).
 
-    def grow(reach):
-        for _ in range(4):
-            reach = reach | dilate(reach & passable)
-        return reach
+    That is ``start`` plus the dilation of the passable cells connected (through passable cells) to a
+    passable start cell. The connected set grows by one step per round for a static number of rounds,
+    ``steps``: any number at least the largest distance from the start to a cell of it, which is below its
+    number of cells; the default ``H * W - 1`` is always enough. Rows are packed into ``uint32`` words
+    (``W <= 32``), so a round is a few operations on ``H`` words.
+    """
+    height, width = passable.shape
+    steps = height * width - 1 if steps is None else steps
+    seeds = start & passable
+    if width <= 32:
+        open_rows = _pack_rows(passable)
+        # not unrolled: XLA fuses unrolled steps into one stencil that recomputes the earlier ones (6x slower)
+        connected = jax.lax.fori_loop(0, steps, lambda _, rows: _spread_rows(rows) & open_rows, _pack_rows(seeds))
+        return start | _unpack_rows(_spread_rows(connected), width)
+    connected = jax.lax.fori_loop(0, steps, lambda _, cells: dilate(cells) & passable, seeds)
+    return start | dilate(connected)
 
-    def body(carry):
-        reach, _, rounds = carry
-        grown = grow(reach)
-        return grown, jnp.any(grown != reach), rounds + 1
 
-    limit = passable.size
-    reach, _, _ = jax.lax.while_loop(
-        lambda c: c[1] & (c[2] < limit), body, (grow(start), jnp.bool_(True), jnp.int32(0))
-    )
-    return reach
+def open_cells(height: int, width: int, num_walls: int) -> int:
+    """Returns the most cells that are not walls in an ``H x W`` room grid with ``num_walls`` inner walls: the
+    rooms' interiors plus one door per inner wall, the most over the layouts of those sizes (at most
+    ``(H - 2) * (W - 2)``)."""
+    most = 0
+    for step in range(3, max(height, width)):  # step = room_size - 1
+        if (height - 1) % step or (width - 1) % step:
+            continue
+        rows, cols = (height - 1) // step, (width - 1) // step
+        if rows * (cols - 1) + cols * (rows - 1) == num_walls:
+            most = max(most, rows * cols * (step - 1) ** 2 + num_walls)
+    return most or height * width
 
 
 def objects_reachable(state: RoomGridState) -> jax.Array:
     """minigrid's ``check_objs_reachable``: True (``bool[]``) when every non-wall object (doors included) is
     reached by a flood fill from the agent through empty cells and doors (even locked ones); objects block
-    the way."""
+    the way. Its passable cells, empty ones and doors, lie off the room walls but for one door per inner wall
+    (only the primitives here write the grid), so ``open_cells - 1`` fill steps reach every one of them."""
     kind = state.grid[..., C.TYPE]
+    height, width = kind.shape
     passable = (kind == C.EMPTY) | (kind == C.DOOR)
-    start = P.rect_mask(kind.shape[0], kind.shape[1], state.agent_pos[0], state.agent_pos[1], 1, 1)
-    reach = flood_fill(passable, start)
+    start = P.rect_mask(height, width, state.agent_pos[0], state.agent_pos[1], 1, 1)
+    reach = flood_fill(passable, start, steps=open_cells(height, width, state.door_pos.shape[0]) - 1)
     return ~jnp.any((kind != C.EMPTY) & (kind != C.WALL) & ~reach)
 
 

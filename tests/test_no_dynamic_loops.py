@@ -1,0 +1,201 @@
+"""No loop with a data-dependent trip count in BabyAI's hot path.
+
+On XLA:GPU a ``while`` loop whose trip count is not known at compile time reads its condition back to the
+host on every iteration. ``dynamic_whiles`` walks a closed jaxpr, every sub-jaxpr included (``pjit``,
+``closed_call``, ``custom_jvp``/``custom_vjp``, ``cond``/``switch`` branches, ``scan`` and ``while`` bodies),
+and returns the ``while`` equations whose trip count is not static. A ``fori_loop`` with Python-int bounds
+lowers to ``scan`` and never appears; the one ``while`` accepted is the pattern of a ``fori_loop`` with
+constant bounds (a counter from a literal, ``counter < bound`` with a literal or loop-invariant literal
+bound, the body adding 1). ``reset``, the pooled ``batched_step`` and ``bot_act`` of every registered
+``BabyAI-*`` level are traced (``make_jaxpr`` on abstract inputs: tracing only, nothing is compiled).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
+
+import jaxsoc
+from jaxsoc.core.autoreset import batched_step
+from jaxsoc.envs.babyai import bot as B
+from jaxsoc.envs.babyai.levels import LEVELS as GENERATORS
+from jaxsoc.envs.babyai.levels import LevelGenerator
+
+LEVELS = [name for name in jaxsoc.registered_envs() if name.startswith("BabyAI-")]
+NUM_ENVS = 4
+
+
+def _sub_jaxprs(value):
+    """Yields the jaxprs inside one equation parameter (a jaxpr, a closed jaxpr, or a tuple/list of them)."""
+    if isinstance(value, ClosedJaxpr):
+        yield value.jaxpr
+    elif isinstance(value, Jaxpr):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _sub_jaxprs(item)
+
+
+def _index(var, variables) -> int | None:
+    return next((k for k, v in enumerate(variables) if v is var), None)
+
+
+def _is_literal(var, value=None) -> bool:
+    return isinstance(var, Literal) and (value is None or var.val == value)
+
+
+def static_trip_count(eqn) -> bool:
+    """True when a ``while`` equation is a ``fori_loop`` with constant bounds: its condition is one
+    ``counter < bound``; the counter starts at a literal and the body adds the literal 1 to it; the bound is
+    a literal, or a carried value that starts at a literal and that the body passes through unchanged."""
+    cond, body = eqn.params["cond_jaxpr"].jaxpr, eqn.params["body_jaxpr"].jaxpr
+    cond_consts, body_consts = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
+    init = eqn.invars[cond_consts + body_consts :]
+    carry_in, body_in = cond.invars[cond_consts:], body.invars[body_consts:]
+    if len(cond.eqns) != 1 or cond.eqns[0].primitive.name != "lt" or cond.eqns[0].outvars[0] is not cond.outvars[0]:
+        return False
+    counter, bound = cond.eqns[0].invars
+    k = _index(counter, carry_in)
+    if k is None or not _is_literal(init[k]):
+        return False
+    if not _is_literal(bound):
+        j = _index(bound, carry_in)
+        if j is None or not _is_literal(init[j]) or body.outvars[j] is not body_in[j]:
+            return False
+    step = [e for e in body.eqns if any(out is body.outvars[k] for out in e.outvars)]
+    if len(step) != 1 or step[0].primitive.name != "add":
+        return False
+    a, b = step[0].invars
+    return (a is body_in[k] and _is_literal(b, 1)) or (b is body_in[k] and _is_literal(a, 1))
+
+
+def dynamic_whiles(closed_jaxpr) -> list:
+    """Returns the ``while`` equations of ``closed_jaxpr`` (a ``ClosedJaxpr`` or ``Jaxpr``), at any depth of
+    nesting, whose trip count is not static (see ``static_trip_count``)."""
+    found, stack = [], [closed_jaxpr.jaxpr if isinstance(closed_jaxpr, ClosedJaxpr) else closed_jaxpr]
+    while stack:
+        for eqn in stack.pop().eqns:
+            if eqn.primitive.name == "while" and not static_trip_count(eqn):
+                found.append(eqn)
+            for value in eqn.params.values():
+                stack.extend(_sub_jaxprs(value))
+    return found
+
+
+def _describe(eqns) -> str:
+    return "\n".join(f"  {e.primitive.name} at {e.source_info.traceback}" for e in eqns[:3])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the walker itself
+
+
+def test_walker_flags_a_data_dependent_while_loop_at_any_depth():
+    def data_dependent(x):
+        return jax.lax.while_loop(lambda c: c < x, lambda c: c * 2.0, 1.0)
+
+    assert len(dynamic_whiles(jax.make_jaxpr(data_dependent)(5.0))) == 1
+    # inside jit, cond, vmap and scan
+    nested = jax.jit(lambda x: jax.lax.cond(x > 0, data_dependent, lambda y: y, x))
+    in_scan = lambda xs: jax.lax.scan(lambda c, x: (c + nested(x), None), 0.0, xs)[0]  # noqa: E731
+    assert len(dynamic_whiles(jax.make_jaxpr(jax.vmap(in_scan))(jnp.ones((3, 4))))) == 1
+    # inside custom_jvp and custom_vjp functions
+    smooth = jax.custom_jvp(data_dependent)
+    smooth.defjvp(lambda primals, tangents: (data_dependent(*primals), tangents[0]))
+    assert len(dynamic_whiles(jax.make_jaxpr(smooth)(5.0))) == 1
+    rough = jax.custom_vjp(data_dependent)
+    rough.defvjp(lambda x: (data_dependent(x), None), lambda _, g: (g,))
+    assert len(dynamic_whiles(jax.make_jaxpr(rough)(5.0))) == 1
+    # a fori_loop whose bound is data
+    assert len(dynamic_whiles(jax.make_jaxpr(lambda n: jax.lax.fori_loop(0, n, lambda i, c: c + i, 0))(7))) == 1
+    # a counter that starts at data
+    counted = lambda n: jax.lax.while_loop(lambda c: c < 10, lambda c: c + 1, n)  # noqa: E731
+    assert len(dynamic_whiles(jax.make_jaxpr(counted)(3))) == 1
+
+
+def test_walker_accepts_static_loops():
+    def loops(x):
+        x = jax.lax.fori_loop(0, 5, lambda i, c: c * 2.0, x)  # a scan
+        x = jax.lax.scan(lambda c, _: (c + 1.0, None), x, None, length=3)[0]
+        counter = jax.lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))[1]
+        return jax.lax.switch(0, [lambda y: y, lambda y: y + 1.0], counter)
+
+    jaxpr = jax.make_jaxpr(loops)(1.0)
+    assert any(e.primitive.name == "while" for e in jaxpr.jaxpr.eqns)
+    assert dynamic_whiles(jaxpr) == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# every BabyAI level
+
+
+@functools.cache
+def traced_reset(name: str):
+    """Returns ``(env, params, key, reset_jaxpr, (obs, state))``: ``env.reset``'s jaxpr and the abstract
+    (``ShapeDtypeStruct``) observation and state of one world."""
+    env, params = jaxsoc.make(name)
+    key = jax.eval_shape(lambda: jax.random.key(0))
+    jaxpr, episode = jax.make_jaxpr(lambda k: env.reset(k, params), return_shape=True)(key)
+    return env, params, key, jaxpr, episode
+
+
+_BOT_ACT_JAXPRS: dict = {}
+
+
+def bot_act_jaxpr(params, state, obs, bot):
+    """``bot_act``'s jaxpr; the levels of one grid shape share it (it depends on the static params only)."""
+    shape = (params.height, params.width, params.view_size, params.room_size, params.num_rows, params.num_cols)
+    if shape not in _BOT_ACT_JAXPRS:
+        act = lambda b, s, o: B.bot_act(params, b, s, o, jnp.int32(-1))  # noqa: E731
+        _BOT_ACT_JAXPRS[shape] = jax.make_jaxpr(act)(bot, state, obs)
+    return _BOT_ACT_JAXPRS[shape]
+
+
+@pytest.mark.parametrize("name", LEVELS)
+def test_reset_step_and_bot_have_no_data_dependent_loops(name):
+    env, params, key, reset, (obs, state) = traced_reset(name)
+    assert not (found := dynamic_whiles(reset)), f"{name} reset:\n{_describe(found)}"
+
+    step = batched_step(env)
+    states = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct((NUM_ENVS, *x.shape), x.dtype), state)
+    actions = jax.ShapeDtypeStruct((NUM_ENVS,), jnp.int32)
+    stepped = jax.make_jaxpr(lambda k, s, a: step(k, s, a, params))(key, states, actions)
+    assert not (found := dynamic_whiles(stepped)), f"{name} batched_step:\n{_describe(found)}"
+
+    bot = jax.eval_shape(lambda s: B.bot_init(params, s), state)
+    assert not (found := dynamic_whiles(bot_act_jaxpr(params, state, obs, bot))), f"{name} bot_act:\n{_describe(found)}"
+
+
+@pytest.mark.parametrize("name", ["BabyAI-GoToLocal-v0", "BabyAI-Unlock-v0"])
+def test_the_accelerator_path_of_the_sampler_is_static_too(name):
+    # on CPU the attempts run one per round; on accelerators up to MAX_PARALLEL per round (here all in one)
+    generator, params = GENERATORS[name]
+    wide = LevelGenerator(generator.name, generator.attempt, parallel=generator.max_tries)
+    key = jax.eval_shape(lambda: jax.random.key(0))
+    assert dynamic_whiles(jax.make_jaxpr(lambda k: wide.sample(k, params))(key)) == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the PPO update (acting with pooled resets and the pooled context refresh, GAE, learning) and a chunk of
+# updates as Trainer.run and Trainer.run_seeds compile them
+
+
+@pytest.mark.parametrize("level", ["BabyAI-GoToRedBallGrey-v0", "BabyAI-BossLevel-v0"])
+def test_the_ppo_update_has_no_dynamic_loop(level):
+    from jaxsoc.learners import ppo
+
+    config = ppo.PPOConfig(
+        env_id=level, preset="tiny", num_envs=4, num_steps=4, recurrence=2, minibatch_frames=8, total_frames=16
+    )
+    trainer, seeded = ppo.Trainer(config), ppo.Trainer(config, seed_axis="seeds")
+    key = jax.eval_shape(lambda: jax.random.key(0))
+    runner = jax.eval_shape(trainer.init, key)
+    found = dynamic_whiles(jax.make_jaxpr(lambda r: trainer._run(r, 2, 1))(runner))
+    assert not found, _describe(found)
+    runners = jax.eval_shape(lambda k: seeded.init_seeds(jax.random.split(k, 2)), key)
+    found = dynamic_whiles(jax.make_jaxpr(lambda r: seeded.run_seeds(r, 2))(runners))
+    assert not found, _describe(found)
