@@ -3,7 +3,7 @@
 ``env.step`` is written for one world and auto-resets by computing a fresh level on every step and
 selecting it where the episode ended; under ``vmap`` that level is generated for every world on every
 step. That is free for the classic MiniGrid tasks and the dominant cost for BabyAI, whose levels are
-drawn by rejection sampling (a BossLevel reset costs about 100 steps).
+drawn by rejection sampling (a reset computes all of a level's K attempts: many steps' worth).
 
 ``batched_step(env)`` returns a step for a whole batch: it steps every world, counts the ``d`` worlds
 whose episode ended, and generates a *pool* of fresh levels of the smallest size in ``pool_fractions``
