@@ -345,3 +345,11 @@ def test_quick_start_recipe_learns_well_above_random():
     first, last = success[:2].mean(), success[-3:].mean()
     assert first < 0.6, first
     assert last > 0.75 and last > first + 0.25, (first, last)
+
+
+def test_recipes_refuse_a_scale_that_leaves_nothing():
+    assert ppo.throughput_config(1 / 16).num_envs == 256 and ppo.throughput_config(1 / 16).minibatch_frames == 640
+    assert ppo.paper_config().arch == "original" and ppo.paper_config().num_envs == 64
+    for scale in (0.0, -1.0, 1e-4):
+        with pytest.raises(ValueError, match="leaves no world"):
+            ppo.throughput_config(scale)

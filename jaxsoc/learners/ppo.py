@@ -166,9 +166,11 @@ def throughput_config(scale: float = 1.0, **overrides: Any) -> PPOConfig:
     time to 99%. ``scale`` multiplies the worlds and the minibatch (0.0625: 256 worlds, the CPU scale that
     shows it learning); ``overrides`` replace fields."""
     fields = dict(THROUGHPUT, total_frames=200_000_000)
-    fields["num_envs"] = max(1, round(fields["num_envs"] * scale))
-    sequences = max(1, round(fields["minibatch_frames"] * scale) // fields["num_steps"])
-    fields["minibatch_frames"] = sequences * fields["num_steps"]
+    num_envs = round(fields["num_envs"] * scale)
+    sequences = round(fields["minibatch_frames"] * scale) // fields["num_steps"]
+    if not (scale > 0 and num_envs >= 1 and sequences >= 1):
+        raise ValueError(f"scale {scale!r} leaves no world or no minibatch sequence; use at least {1 / 512}")
+    fields.update(num_envs=num_envs, minibatch_frames=sequences * fields["num_steps"])
     fields.update(overrides)
     return PPOConfig(**fields)
 
