@@ -30,11 +30,13 @@ from jaxsoc.core.env import Environment
 DEFAULT_POOL_FRACTIONS = (1 / 256, 1 / 32, 1 / 4)
 
 
-def _select(done: jax.Array, on_done: Any, otherwise: Any) -> Any:
-    def pick(a, b):
-        return jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b)
+def select_rows(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
+    """Returns per row ``on_true`` where ``pred`` (``bool[N]``) else ``on_false`` (pytrees of ``[N, ...]``)."""
 
-    return jax.tree_util.tree_map(pick, on_done, otherwise)
+    def pick(a, b):
+        return jnp.where(pred.reshape(pred.shape + (1,) * (a.ndim - 1)), a, b)
+
+    return jax.tree_util.tree_map(pick, on_true, on_false)
 
 
 def pool_sizes(num_envs: int, pool_fractions: Sequence[float] = DEFAULT_POOL_FRACTIONS) -> list[int]:
@@ -66,7 +68,7 @@ def pooled(
             rows = jnp.nonzero(done, size=size, fill_value=0)[0].astype(jnp.int32)
             pool = compute(rows)
             slot = jnp.clip(rank, 0, size - 1)
-            return _select(done, jax.tree_util.tree_map(lambda x: x[slot], pool), otherwise)
+            return select_rows(done, jax.tree_util.tree_map(lambda x: x[slot], pool), otherwise)
 
         return run
 

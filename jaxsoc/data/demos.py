@@ -56,6 +56,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import jaxsoc
+from jaxsoc.core.autoreset import select_rows
 from jaxsoc.data.loader import (
     EPISODE_FIELDS,
     FORMAT_NAME,
@@ -113,15 +114,6 @@ def _gave_up(expert_failed: ExpertFailed | None, expert: Any, n: int) -> jax.Arr
     return jax.vmap(expert_failed)(expert).astype(bool)
 
 
-def _select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
-    """Returns per world ``on_true`` where ``pred`` (``bool[N]``) else ``on_false`` (pytrees of ``[N, ...]``)."""
-
-    def pick(a, b):
-        return jnp.where(pred.reshape(pred.shape + (1,) * (a.ndim - 1)), a, b)
-
-    return jax.tree.map(pick, on_true, on_false)
-
-
 def _step_limits(state: Any, params: Any, n: int) -> jax.Array:
     """Returns each world's step limit ``int32[N]``: ``state.max_steps`` (BabyAI) or ``params.max_steps``."""
     limit = state.max_steps if hasattr(state, "max_steps") else params.max_steps
@@ -166,8 +158,8 @@ def _advance(env, params, base_key, indices, worlds, expert_act, expert_failed, 
             "valid": take,
         }
         worlds = _Worlds(
-            obs=_select(take, obs, worlds.obs),
-            state=_select(take, state, worlds.state),
+            obs=select_rows(take, obs, worlds.obs),
+            state=select_rows(take, state, worlds.state),
             expert=expert,
             active=take & ~(terminated | truncated),
             length=worlds.length + take,

@@ -272,19 +272,29 @@ def ppo(ctx: Context) -> Iterator[dict]:
     from jaxsoc.learners.ppo import throughput_config, trainer_for
 
     p = ctx.params
-    levels = list(p["levels"])
-    for i, env_id in enumerate(levels):
+
+    def plan(env_id: str):
         config = throughput_config(env_id=env_id, preset=p["preset"], **p["config"])
         key = f"{env_id}|{dataclasses.asdict(config)}|chunk={p['chunk_updates']}|max_updates={p['max_updates']}"
-        key += f"|threshold={p['threshold']}|min_episodes={p['min_episodes']}|seed={p['seed']}"
+        return config, key + f"|threshold={p['threshold']}|min_episodes={p['min_episodes']}|seed={p['seed']}"
+
+    yield from _each_level(ctx, plan, lambda c, k, d: _ppo_level(ctx, c, trainer_for(c), k, d))
+
+
+def _each_level(ctx: Context, plan, run) -> Iterator[dict]:
+    """Yields, for each of ``ctx.params["levels"]``, the stored row of ``plan(env_id) -> (config, key)`` or
+    the rows of ``run(config, key, deadline)``, each level with an even share of what is left of the budget;
+    stops when less than ``min_seconds`` is left."""
+    levels = list(ctx.params["levels"])
+    for i, env_id in enumerate(levels):
+        config, key = plan(env_id)
         previous = ctx.previous(key)
         if previous is not None:
             yield previous
             continue
-        if ctx.out_of_time(p["min_seconds"]):
+        if ctx.out_of_time(ctx.params["min_seconds"]):
             return
-        deadline = time.perf_counter() + ctx.time_left() / (len(levels) - i)
-        yield from _ppo_level(ctx, config, trainer_for(config), key, deadline)
+        yield from run(config, key, time.perf_counter() + ctx.time_left() / (len(levels) - i))
 
 
 def _ppo_level(ctx: Context, config, trainer, key: str, deadline: float) -> Iterator[dict]:
@@ -407,18 +417,14 @@ def ppo_paper(ctx: Context) -> Iterator[dict]:
     from jaxsoc.learners.sweeps import PAPER_RL, episodes_to_threshold, rl_window
 
     p = ctx.params
-    levels = list(p["levels"])
-    for i, env_id in enumerate(levels):
+
+    def plan(env_id: str):
         config = paper_config(env_id=env_id, preset=p["preset"], **p["config"])
         key = f"{env_id}|{dataclasses.asdict(config)}|seeds={p['seeds']}|chunk={p['chunk_updates']}"
-        key += f"|max_updates={p['max_updates']}|threshold={p['threshold']}"
-        previous = ctx.previous(key)
-        if previous is not None:
-            yield previous
-            continue
-        if ctx.out_of_time(p["min_seconds"]):
-            return
-        deadline = time.perf_counter() + ctx.time_left() / (len(levels) - i)
+        return config, key + f"|max_updates={p['max_updates']}|threshold={p['threshold']}"
+
+    def run(config, key: str, deadline: float) -> Iterator[dict]:
+        env_id = config.env_id
         trainer = trainer_for(config, seed_axis="seeds")
         began = time.perf_counter()
         runners = trainer.init_seeds(jax.random.split(jax.random.key(p["seed"]), p["seeds"]))
@@ -461,6 +467,8 @@ def ppo_paper(ctx: Context) -> Iterator[dict]:
             "paper_thousands": PAPER_RL.get(_level(env_id)),
             "key": key,
         }
+
+    yield from _each_level(ctx, plan, run)
 
 
 def render_ppo_paper(rows: list[dict]) -> str:

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxsoc.core.autoreset import select_rows
 from jaxsoc.core.env import Environment
 
 #: the reference's validation seeds start at 1e9 (``--val-seed``); jaxsoc's validation keys do too
@@ -54,10 +55,6 @@ class Evaluation:
             "mean_length": float(np.mean(self.length)),
             "episodes": float(self.success.shape[0]),
         }
-
-
-def _where(pred: jax.Array, a: Any, b: Any) -> Any:
-    return jax.tree_util.tree_map(lambda x, y: jnp.where(pred.reshape(pred.shape + (1,) * (x.ndim - 1)), x, y), a, b)
 
 
 def episode_keys(seed: int, num_episodes: int) -> jax.Array:
@@ -100,7 +97,7 @@ def play(
         step_keys = jax.random.split(jax.random.fold_in(key, 1), num)
         new_obs, new_states, reward, terminated, truncated, info = step(step_keys, states, action, env_params)
         live = ~ended
-        obs, states = _where(live, new_obs, obs), _where(live, new_states, states)
+        obs, states = select_rows(live, (new_obs, new_states), (obs, states))
         success = success | (live & info["success"])
         length = length + live
         returns = returns + jnp.where(live, reward, 0.0)

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 import jaxsoc
+from jaxsoc.core.autoreset import select_rows
 from jaxsoc.learners.checkpoint import latest_step, read_meta, restore_raw
 from jaxsoc.learners.evaluate import episode_keys
 from jaxsoc.learners.networks import registry
@@ -57,15 +58,6 @@ def load_policy(run_dir: str | Path, env_id: str | None = None) -> tuple[Any, An
     return env, params, model, variables
 
 
-def _keep_ended(new, old, ended: jax.Array):
-    """Returns ``new`` where a world's episode is still running, ``old`` where it ended (leading axis ``N``)."""
-
-    def pick(x, y):
-        return jnp.where(ended.reshape(ended.shape + (1,) * (x.ndim - 1)), y, x)
-
-    return jax.tree_util.tree_map(pick, new, old)
-
-
 def record_episodes(env, env_params, model, variables, num_episodes: int, seed: int, greedy: bool = True):
     """Returns ``uint8[T, num_episodes, H, W, 3]``: the rendered frames of the first ``num_episodes``
     evaluation episodes of ``seed`` (the levels of ``evaluate``), each frozen on its last frame once it
@@ -89,7 +81,7 @@ def record_episodes(env, env_params, model, variables, num_episodes: int, seed: 
         new_obs, new_states, _, terminated, truncated, _ = step(
             jax.random.split(jax.random.fold_in(key, t), num_episodes), states, action, env_params
         )
-        obs, states = _keep_ended((new_obs, new_states), (obs, states), ended)
+        obs, states = select_rows(ended, (obs, states), (new_obs, new_states))  # ended worlds stay as they were
         ended = ended | terminated | truncated
         frames.append(render(states, env_params))
     return jnp.stack(frames)

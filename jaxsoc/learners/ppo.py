@@ -37,7 +37,7 @@ import optax
 from flax import struct
 
 import jaxsoc
-from jaxsoc.core.autoreset import batched_step, pool_sizes, pooled
+from jaxsoc.core.autoreset import batched_step, pool_sizes, pooled, select_rows
 from jaxsoc.learners.networks import registry
 
 ALGOS = ("ppo", "a2c")
@@ -70,7 +70,8 @@ class PPOConfig:
         reward_scale: training rewards are the env's times this.
         pool_resets: reset ended worlds from a pool of fresh levels sized to the number that ended
             (``jaxsoc.core.autoreset``), and encode the per-episode context (the mission) of those worlds
-            only; turn off when vmapping over seeds.
+            only. To vmap over seeds keep it on and use ``run_seeds`` of ``trainer_for(config,
+            seed_axis="seeds")`` (a plain ``vmap`` would turn the pool's switch into a select over all sizes).
         cache_context: while acting, compute the network's per-episode context (``encode_context``) once per
             episode and world instead of at every step (same actions and losses, less work).
     """
@@ -282,9 +283,8 @@ class Trainer:
         self.num_actions = int(env.action_space(env_params).n)
         if network is None:
             space = env.observation_space(env_params)
-            self.model_config = config.model_config(self.num_actions)
             try:
-                network = registry.build(config.network, self.model_config, space)
+                network = registry.build(config.network, config.model_config(self.num_actions), space)
             except ValueError as error:
                 raise ValueError(f"{config.env_id}: {error}") from error
         self.model = network
@@ -360,7 +360,7 @@ class Trainer:
         if not self.config.cache_context:
             return self.context(params, obs)
         if not self.config.pool_resets:
-            return registry.select_rows(done, self.context(params, obs), context)
+            return select_rows(done, self.context(params, obs), context)
 
         def encode(rows):
             return self.context(params, jax.tree_util.tree_map(lambda x: x[rows], obs))
@@ -372,7 +372,8 @@ class Trainer:
         runner, context = carry
         c = self.config
         key, key_action, key_env = jax.random.split(runner.key, 3)
-        memory = registry.reset_memory(runner.memory, 1.0 - runner.done.astype(jnp.float32))
+        mask = 1.0 - runner.done.astype(jnp.float32)
+        memory = registry.reset_memory(runner.memory, mask)
         (log_probs, value, new_memory), batch_stats = self._apply(
             runner.params, runner.batch_stats, runner.obs, memory, context
         )
@@ -390,7 +391,6 @@ class Trainer:
             "return_sum": jnp.where(done, episode_return, 0.0).sum(),
             "length_sum": jnp.where(done, episode_length, 0).sum(),
         }
-        mask = 1.0 - runner.done.astype(jnp.float32)
         transition = Transition(runner.obs, mask, action, log_prob, value, reward * c.reward_scale, done)
         runner = runner.replace(
             batch_stats=batch_stats,

@@ -26,7 +26,6 @@ from typing import Any
 
 import flax.linen as nn
 import jax
-import jax.numpy as jnp
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,8 +129,3 @@ def from_description(meta: dict[str, Any]) -> nn.Module:
 def reset_memory(memory: Any, keep: jax.Array) -> Any:
     """Returns ``memory`` with every leaf multiplied by ``keep`` (``float32[B]``, 0 where an episode starts)."""
     return jax.tree_util.tree_map(lambda m: m * keep.reshape(keep.shape + (1,) * (m.ndim - 1)).astype(m.dtype), memory)
-
-
-def select_rows(pick: jax.Array, a: Any, b: Any) -> Any:
-    """Returns ``a`` where ``pick`` (``bool[B]``), else ``b``, leaf by leaf (leading axis ``B``)."""
-    return jax.tree_util.tree_map(lambda x, y: jnp.where(pick.reshape(pick.shape + (1,) * (x.ndim - 1)), x, y), a, b)
