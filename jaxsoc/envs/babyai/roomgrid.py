@@ -36,39 +36,13 @@ from flax import struct
 from jaxsoc.envs.babyai import instr as I
 from jaxsoc.envs.gridworld import constants as C
 from jaxsoc.envs.gridworld import placement as P
+from jaxsoc.envs.gridworld.placement import Bits
 
 # Object kinds ``add_distractors`` draws from (minigrid: ["key", "ball", "box"]) and the description types
 # of ``instr`` (``DESC_TYPES[t]`` is the grid code of type index ``t`` in ``match_counts``).
 OBJECT_TYPES = np.array([C.KEY, C.BALL, C.BOX], np.int32)
 DESC_TYPES = np.array([C.DOOR, C.KEY, C.BALL, C.BOX], np.int32)
 NUM_LOCS = 5  # LOC_NONE, LOC_LEFT, LOC_RIGHT, LOC_FRONT, LOC_BEHIND
-
-
-class Bits:
-    """A trace-time cursor over one block of random ``uint32`` words.
-
-    ``Bits(words)`` hands out consecutive slices of ``words`` (``uint32[n]``); ``Bits(None)`` is a counter
-    that hands out zeros and only records how many words a generator needs (see ``count_words``).
-    """
-
-    def __init__(self, words: jax.Array | None):
-        self.words = words
-        self.used = 0
-
-    def take(self, n: int) -> jax.Array:
-        """Returns the next ``n`` words, ``uint32[n]``."""
-        if self.words is None:
-            out = jnp.zeros((n,), jnp.uint32)
-        else:
-            if self.used + n > self.words.shape[0]:
-                raise ValueError(f"random block exhausted ({self.words.shape[0]} words)")
-            out = self.words[self.used : self.used + n]
-        self.used += n
-        return out
-
-    def one(self) -> jax.Array:
-        """Returns the next word, ``uint32[]``."""
-        return self.take(1)[0]
 
 
 def choose(word, mask: jax.Array) -> jax.Array:
@@ -79,13 +53,6 @@ def choose(word, mask: jax.Array) -> jax.Array:
     rank = P.below(word, jnp.maximum(jnp.sum(counts), 1))
     cumulative = counts @ jnp.asarray(np.triu(np.ones((n, n), np.int32)))  # cumulative[j] = sum(counts[:j+1])
     return jnp.minimum(jnp.sum(cumulative <= rank), n - 1).astype(jnp.int32)
-
-
-def count_words(fn) -> int:
-    """Returns how many words ``fn(bits)`` takes from its ``Bits``, by tracing it abstractly once."""
-    counter = Bits(None)
-    jax.eval_shape(lambda: fn(counter))
-    return counter.used
 
 
 class Layout:

@@ -35,14 +35,14 @@ def log_policy(dist: jax.Array, free: jax.Array, beta: float | jax.Array) -> jax
     return jax.nn.log_softmax(logits, axis=0)
 
 
-def next_cell(dist: jax.Array, free: jax.Array, cell: jax.Array, target: jax.Array) -> jax.Array:
+def next_cell(costs: jax.Array, dist: jax.Array, cell: jax.Array, target: jax.Array) -> jax.Array:
     """Returns the efficient agent's next cell ``int32[2]`` from ``cell``: a neighbour one move closer to the
-    goal of ``dist``, ties broken towards the straight line to ``target`` (then clockwise from north); the
-    same cell when it is at the goal or the goal is unreachable."""
-    q = move_costs(dist, free)[:, cell[0], cell[1]]
+    goal (``costs`` ``int32[8, H, W]`` from ``move_costs`` and ``dist`` ``int32[H, W]`` of that goal), ties
+    broken towards the straight line to ``target`` (then clockwise from north); the same cell when it is at
+    the goal or the goal is unreachable."""
+    q = costs[:, cell[0], cell[1]]
     here = W.at(dist, cell)
-    moves = jnp.asarray(W.MOVES)
-    after = cell[None, :] + moves
+    after = cell[None, :] + jnp.asarray(W.MOVES)
     straight = jnp.sum((after - target[None, :]).astype(jnp.float32) ** 2, axis=-1)
     score = jnp.where(q == here, straight, jnp.inf)
     move = jnp.argmin(score)
@@ -62,16 +62,16 @@ def follow(
     (``-1`` if not within ``max_moves``).
     """
     num = targets.shape[0]
+    costs = jax.vmap(move_costs)(fields, free)
 
     def body(carry, t):
         cell, stage, arrivals = carry
         reached = jnp.all(cell == targets[stage])
         arrivals = jnp.where(reached & (arrivals[stage] < 0), arrivals.at[stage].set(t), arrivals)
-        stage = jnp.where(reached & (stage < num - 1), stage + 1, stage)
         done = reached & (stage == num - 1)
-        nxt = next_cell(fields[stage], free[stage], cell, targets[stage])
-        nxt = jnp.where(done, cell, nxt)
-        return (nxt, stage, arrivals), cell
+        stage = jnp.where(reached & (stage < num - 1), stage + 1, stage)
+        nxt = next_cell(costs[stage], fields[stage], cell, targets[stage])
+        return (jnp.where(done, cell, nxt), stage, arrivals), cell
 
     init = (start.astype(jnp.int32), jnp.int32(0), jnp.full((num,), -1, jnp.int32))
     (_, _, arrivals), cells = jax.lax.scan(body, init, jnp.arange(max_moves + 1))

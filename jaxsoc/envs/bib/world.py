@@ -194,7 +194,7 @@ def move_allowed(free: jax.Array) -> jax.Array:
     return jnp.stack(out)
 
 
-def distance_field(free: jax.Array, cost: jax.Array, rounds: int = GRID * GRID) -> jax.Array:
+def distance_field(free: jax.Array, cost: jax.Array, rounds: int = (GRID - 2) ** 2) -> jax.Array:
     """Returns ``int32[..., H, W]``: the fewest moves from each cell to a source plus that source's cost.
 
     ``free`` is ``bool[..., H, W]``; ``cost`` is ``int32[..., H, W]``, the cost of ending at each cell

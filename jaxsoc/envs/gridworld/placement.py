@@ -19,6 +19,40 @@ from jaxsoc.envs.gridworld import constants as C
 _DIR_TO_VEC = C.DIR_TO_VEC  # numpy: importing jaxsoc must not start a JAX backend
 
 
+class Bits:
+    """A trace-time cursor over one block of random ``uint32`` words.
+
+    ``Bits(words)`` hands out consecutive slices of ``words`` (``uint32[n]``); ``Bits(None)`` is a counter
+    that hands out zeros and only records how many words a generator needs (see ``count_words``).
+    """
+
+    def __init__(self, words: jax.Array | None):
+        self.words = words
+        self.used = 0
+
+    def take(self, n: int) -> jax.Array:
+        """Returns the next ``n`` words, ``uint32[n]``."""
+        if self.words is None:
+            out = jnp.zeros((n,), jnp.uint32)
+        else:
+            if self.used + n > self.words.shape[0]:
+                raise ValueError(f"random block exhausted ({self.words.shape[0]} words)")
+            out = self.words[self.used : self.used + n]
+        self.used += n
+        return out
+
+    def one(self) -> jax.Array:
+        """Returns the next word, ``uint32[]``."""
+        return self.take(1)[0]
+
+
+def count_words(fn) -> int:
+    """Returns how many words ``fn(bits)`` takes from its ``Bits``, by tracing it abstractly once."""
+    counter = Bits(None)
+    jax.eval_shape(lambda: fn(counter))
+    return counter.used
+
+
 def below(bits: jax.Array, n) -> jax.Array:
     """Returns ``int32`` in ``[0, n)`` from a ``uint32`` word by multiply-shift (``floor(bits * n / 2**32)``,
     computed in 16-bit halves); ``n`` must be in ``[1, 2**16)``. The bias is at most ``n / 2**32``."""

@@ -1,0 +1,525 @@
+"""BIB's 13 task generators: 4 background (training) tasks and 9 evaluation pair types.
+
+``generate(split, name, key, params)`` returns one episode: ``Episode`` arrays ``[9, ...]`` for a background
+task, ``[2, 9, ...]`` for an evaluation type (index 0 the expected outcome, 1 the unexpected one, BIB's
+``e``/``u`` files). ``generate_batch`` draws ``num`` of them at once (jitted, vmapped). Every generator is
+pure and jittable, with fixed shapes and fixed work: candidate trials are drawn several at a time and the
+first that satisfies the construction is kept (``layout.first_valid``).
+
+The constructions follow the paper (Gandhi et al. 2021, §2-3):
+
+- background ``single_object``: one object at a varied location, random walls, an efficient agent.
+- background ``preference`` (no-navigation preference): two objects right next to the agent's fixed start,
+  at varied places; the agent always takes the same one.
+- background ``multi_agent`` (single-object multiple-agent): one object next to the agent; from a random
+  trial on a new agent takes the first one's place, the test trial included.
+- background ``instrumental_action`` (agent-blocked): the agent starts shut in by a green barrier with the
+  key; it brings the key to the lock in the barrier, the barrier vanishes, it goes to the object.
+- ``preference``: fixed start, each object near its own place in every familiarisation trial; the test uses
+  one trial's two places with the objects' identities swapped. Expected: the agent goes to its preferred
+  object at the new place; unexpected: it goes to the other object, retracing that trial's path.
+- ``multi_agent``: objects at widely varying places; at test the pair differs only in who acts: a new agent
+  goes to the first agent's non-preferred object (expected, no expectation about a new agent's taste)
+  against the familiar agent doing so (unexpected).
+- ``inaccessible_goal``: as above with one agent; at test it goes to the non-preferred object, with the
+  preferred one walled in on all sides (expected) or accessible (unexpected), along the same path.
+- ``efficiency_path``: a rational agent walks around a black barrier to its object; at test one
+  familiarisation trial returns without its barrier: the agent walks straight (expected) or retraces the
+  old detour (unexpected, the path control).
+- ``efficiency_time``: same familiarisation; at test the unexpected agent takes the detour for as many moves
+  as the straight path has, to an object placed there, which is closer (the time control).
+- ``efficiency_irrational``: the same detour at test, after familiarisation trials in which the agent made
+  those detours with no barrier to justify them (expected: no expectation about an irrational agent) or
+  around barriers (unexpected: a rational agent).
+- ``instrumental_*``: familiarisation as in the paper's Figure 5: the object is shut in by a green barrier
+  with a lock; the agent fetches the key, unlocks, goes to the object. Tests: no barrier (expected: straight
+  to the object; unexpected: the key routine), an inconsequential barrier with a gap (the same), and a
+  blocking barrier (expected: the key routine) against a non-blocking one (unexpected: the key routine).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from jaxsoc.envs.bib import layout as L
+from jaxsoc.envs.bib import world as W
+from jaxsoc.envs.gridworld import placement as P
+
+BACKGROUND = {"single_object": 10_000, "preference": 10_000, "multi_agent": 4_000, "instrumental_action": 4_000}
+EVALUATION = (
+    "preference",
+    "multi_agent",
+    "inaccessible_goal",
+    "efficiency_path",
+    "efficiency_time",
+    "efficiency_irrational",
+    "instrumental_no_barrier",
+    "instrumental_inconsequential_barrier",
+    "instrumental_blocking_barrier",
+)
+SPLITS = ("background", "evaluation")
+ATTEMPTS = 24  # candidates drawn per trial; the constructions accept most candidates (see tests)
+FAMILIARISATION = W.NUM_TRIALS - 1
+
+
+def check_task(split: str, name: str) -> None:
+    """Raises ``ValueError`` for an unknown split or task name, listing the valid ones."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown BIB split {split!r}; one of {', '.join(SPLITS)}")
+    names = list(BACKGROUND) if split == "background" else list(EVALUATION)
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise ValueError(f"unknown BIB {split} task {name!r}{hint}; one of {', '.join(names)}")
+
+
+def generate(split: str, name: str, key: jax.Array, params: W.BIBParams | None = None) -> W.Episode:
+    """Returns one episode of a task: ``Episode`` ``[9, ...]`` (background) or ``[2, 9, ...]`` (evaluation:
+    expected, unexpected). Jittable for fixed ``split``, ``name`` and ``params``."""
+    check_task(split, name)
+    params = params or W.BIBParams()
+    params.check()
+    return GENERATORS[split][name](key, params)
+
+
+def generate_batch(split: str, name: str, key: jax.Array, num: int, params: W.BIBParams | None = None) -> W.Episode:
+    """Returns ``num`` episodes, leading axis ``[num, ...]``, from keys ``jax.random.split(key, num)``
+    (compiled once per split, task, ``num`` and ``params``)."""
+    check_task(split, name)
+    params = params or W.BIBParams()
+    params.check()
+    if num < 1:
+        raise ValueError(f"num must be a positive integer, got {num}")
+    return _batched(split, name, num, params)(key)
+
+
+@functools.cache
+def _batched(split: str, name: str, num: int, params: W.BIBParams):
+    generator = GENERATORS[split][name]
+    return jax.jit(lambda key: jax.vmap(lambda k: generator(k, params))(jax.random.split(key, num)))
+
+
+# ---------------------------------------------------------------------------------------------------- helpers
+
+
+def _cast(agents: jax.Array, switch: jax.Array | int = W.NUM_TRIALS) -> jax.Array:
+    """Returns ``int8[9, 2]``: agent 0 acts in the trials before ``switch``, agent 1 from it on."""
+    return jnp.where((jnp.arange(W.NUM_TRIALS) < switch)[:, None], agents[0], agents[1])
+
+
+def _objects(a: jax.Array, b: jax.Array) -> jax.Array:
+    return jnp.stack([a, b]).astype(jnp.int8)
+
+
+def _to_object(free, start, objects, target: int | jax.Array, max_moves: int) -> dict:
+    """Walk from ``start`` to object ``target`` (0 or 1); the other object is solid."""
+    other = L.cell_mask(objects[1 - target])
+    return L.walk(free & ~other, start, objects[target], max_moves)
+
+
+def _familiarisation(key: jax.Array, attempt) -> tuple[dict, jax.Array]:
+    """Draws the 8 familiarisation trials independently; returns the stacked trials and whether all are ok."""
+    trials, oks = L.first_valid_each(key, attempt, ATTEMPTS, FAMILIARISATION)
+    return trials, jnp.all(oks)
+
+
+def _with_test(familiarisation: dict, test: dict) -> dict:
+    return jax.tree_util.tree_map(lambda f, t: jnp.concatenate([f, t[None]]), familiarisation, test)
+
+
+def _pair(expected: W.Episode, unexpected: W.Episode) -> W.Episode:
+    return jax.tree_util.tree_map(lambda e, u: jnp.stack([e, u]), expected, unexpected)
+
+
+# ---------------------------------------------------------------------------------------------------- background
+
+
+def single_object(key: jax.Array, params: W.BIBParams) -> W.Episode:
+    k_cast, k_trials = jax.random.split(key)
+    cast_bits = L.episode_bits(k_cast)
+    objects_id, agents = L.identities(cast_bits)
+
+    def attempt(bits):
+        walls = L.random_walls(bits, 0.2, jnp.zeros((W.GRID, W.GRID), bool))
+        start, ok_start = L.sample_cell(bits.one(), L.INTERIOR & ~walls)
+        goal, ok_goal = L.sample_cell(bits.one(), L.INTERIOR & ~walls & (L.chebyshev_map(start) >= 2))
+        walk = L.walk(~walls, start, goal, params.max_moves)
+        objects = _objects(goal, goal)
+        t = L.trial(walls=walls, objects=objects, object_visible=(True, False), goal=0, **_motion(walk))
+        return t, ok_start & ok_goal & walk["ok"]
+
+    trials, _ = L.first_valid_each(k_trials, attempt, ATTEMPTS, W.NUM_TRIALS)
+    return L.episode(trials, objects_id, _cast(agents), params)
+
+
+def _motion(walk: dict) -> dict:
+    return {"path": walk["path"], "moves": walk["moves"]}
+
+
+def _near_start_trial(bits: P.Bits, start, preferred, two: bool, max_moves: int):
+    """A trial with one object (``two`` False) or two one or two moves from ``start``; the agent goes to
+    ``preferred``."""
+    near = L.INTERIOR & (L.chebyshev_map(start) >= 1) & (L.chebyshev_map(start) <= 2)
+    a, ok = L.sample_cell(bits.one(), near)
+    free = jnp.asarray(L.INTERIOR)
+    if two:
+        b, ok_b = L.sample_cell(bits.one(), near & ~L.cell_mask(a))
+        objects, ok = _objects(a, b), ok & ok_b
+        walk = _to_object(free, start, objects, preferred, max_moves)
+    else:
+        objects, preferred = _objects(a, a), 0
+        walk = L.walk(free, start, a, max_moves)
+    t = L.trial(objects=objects, object_visible=(True, two), goal=preferred, **_motion(walk))
+    return t, ok & walk["ok"]
+
+
+def no_navigation_preference(key: jax.Array, params: W.BIBParams) -> W.Episode:
+    k_cast, k_trials = jax.random.split(key)
+    cast_bits = L.episode_bits(k_cast)
+    objects_id, agents = L.identities(cast_bits)
+    start, _ = L.sample_cell(cast_bits.one(), L.INTERIOR)
+    preferred = P.randint(cast_bits.one(), 0, 2)
+
+    def attempt(bits):
+        return _near_start_trial(bits, start, preferred, True, params.max_moves)
+
+    trials, _ = L.first_valid_each(k_trials, attempt, ATTEMPTS, W.NUM_TRIALS)
+    return L.episode(trials, objects_id, _cast(agents), params)
+
+
+def single_object_multi_agent(key: jax.Array, params: W.BIBParams) -> W.Episode:
+    k_cast, k_trials = jax.random.split(key)
+    cast_bits = L.episode_bits(k_cast)
+    objects_id, agents = L.identities(cast_bits)
+    start, _ = L.sample_cell(cast_bits.one(), L.INTERIOR)
+    switch = P.randint(cast_bits.one(), 1, W.NUM_TRIALS)  # the new agent acts from this trial on
+
+    def attempt(bits):
+        return _near_start_trial(bits, start, 0, False, params.max_moves)
+
+    trials, _ = L.first_valid_each(k_trials, attempt, ATTEMPTS, W.NUM_TRIALS)
+    return L.episode(trials, objects_id, _cast(agents, switch), params)
+
+
+def agent_blocked_instrumental(key: jax.Array, params: W.BIBParams) -> W.Episode:
+    k_cast, k_trials = jax.random.split(key)
+    cast_bits = L.episode_bits(k_cast)
+    objects_id, agents = L.identities(cast_bits)
+
+    def attempt(bits):
+        size = P.randint(bits.take(2), 1, 3)  # a 1x2, 2x1 or 2x2 pen
+        corner = P.randint(bits.take(2), 1, W.GRID - size)
+        pen = L.rectangle(corner, size[0], size[1]) & L.INTERIOR
+        fence = L.ring(pen)
+        start, ok_start = L.sample_cell(bits.one(), pen)
+        key_cell, ok_key = L.sample_cell(bits.one(), pen & ~L.cell_mask(start))
+        lock, ok_lock = L.sample_cell(bits.one(), L.side_cells(pen))
+        barrier = fence & ~L.cell_mask(lock)
+        goal, ok_goal = L.sample_cell(bits.one(), L.INTERIOR & ~pen & ~fence)
+        walls = jnp.asarray(W.border())
+        run = L.routine(walls, barrier, jnp.zeros_like(barrier), start, key_cell, lock, goal, params.max_moves)
+        t = L.trial(
+            barrier=barrier,
+            objects=_objects(goal, goal),
+            object_visible=(True, False),
+            goal=0,
+            key=key_cell,
+            lock=lock,
+            has_key=True,
+            rotation=L.facing(lock, pen),
+            pickup=run["pickup"],
+            unlock=run["unlock"],
+            **_motion(run),
+        )
+        confined = ~L.reachable(~(walls | barrier | L.cell_mask(lock)), start, goal)
+        return t, ok_start & ok_key & ok_lock & ok_goal & run["ok"] & confined
+
+    trials, _ = L.first_valid_each(k_trials, attempt, ATTEMPTS, W.NUM_TRIALS)
+    return L.episode(trials, objects_id, _cast(agents), params)
+
+
+# ---------------------------------------------------------------------------------------------------- evaluation
+
+
+def _path_cells(path: jax.Array) -> jax.Array:
+    """Returns ``bool[10, 10]``, True on the cells of ``path`` (``int8[M + 1, 2]``)."""
+    rows, cols = path[:, 0].astype(jnp.int32), path[:, 1].astype(jnp.int32)
+    return jnp.zeros((W.GRID, W.GRID), bool).at[rows, cols].set(True)
+
+
+def _pick(trials: dict, index: jax.Array) -> dict:
+    return jax.tree_util.tree_map(lambda x: x[index], trials)
+
+
+def preference(key: jax.Array, params: W.BIBParams) -> W.Episode:
+    k_cast, k_places, k_trials = jax.random.split(key, 3)
+    cast_bits = L.episode_bits(k_cast)
+    objects_id, agents = L.identities(cast_bits)
+    start, _ = L.sample_cell(cast_bits.one(), L.INTERIOR)
+    preferred = P.randint(cast_bits.one(), 0, 2)
+
+    def places(bits):  # each object's usual place: apart from each other and from the start
+        a, ok_a = L.sample_cell(bits.one(), L.INTERIOR & (L.chebyshev_map(start) >= 3))
+        b, ok_b = L.sample_cell(bits.one(), L.INTERIOR & (L.chebyshev_map(start) >= 3) & (L.chebyshev_map(a) >= 4))
+        return jnp.stack([a, b]), ok_a & ok_b
+
+    anchors, _ = L.first_valid(k_places, places, ATTEMPTS)
+
+    def attempt(bits):  # each object within one cell of its usual place
+        away = L.INTERIOR & (L.chebyshev_map(start) >= 2)
+        a, ok_a = L.sample_cell(bits.one(), away & (L.chebyshev_map(anchors[0]) <= 1))
+        b, ok_b = L.sample_cell(bits.one(), away & (L.chebyshev_map(anchors[1]) <= 1))
+        objects = _objects(a, b)
+        walk = _to_object(jnp.asarray(L.INTERIOR), start, objects, preferred, params.max_moves)
+        t = L.trial(objects=objects, object_visible=(True, True), goal=preferred, **_motion(walk))
+        return t, ok_a & ok_b & walk["ok"]
+
+    familiarisation, _ = _familiarisation(k_trials, attempt)
+    swapped = _pick(familiarisation, P.randint(cast_bits.one(), 0, FAMILIARISATION))["objects"][::-1]
+
+    def test(target):
+        walk = _to_object(jnp.asarray(L.INTERIOR), start, swapped, target, params.max_moves)
+        return L.trial(objects=swapped, object_visible=(True, True), goal=target, **_motion(walk))
+
+    cast = _cast(agents)
+    expected = L.episode(_with_test(familiarisation, test(preferred)), objects_id, cast, params)
+    unexpected = L.episode(_with_test(familiarisation, test(1 - preferred)), objects_id, cast, params)
+    return _pair(expected, unexpected)
+
+
+def _varied_trial(bits: P.Bits, target, max_moves: int) -> tuple[dict, jax.Array]:
+    """Objects at widely varying places among random walls; the agent goes to object ``target``, and the
+    other object is reachable too."""
+    walls = L.random_walls(bits, 0.15, jnp.zeros((W.GRID, W.GRID), bool))
+    open_cells = L.INTERIOR & ~walls
+    start, ok_start = L.sample_cell(bits.one(), open_cells)
+    a, ok_a = L.sample_cell(bits.one(), open_cells & (L.chebyshev_map(start) >= 2))
+    b, ok_b = L.sample_cell(bits.one(), open_cells & (L.chebyshev_map(start) >= 2) & (L.chebyshev_map(a) >= 2))
+    objects = _objects(a, b)
+    walk = _to_object(~walls, start, objects, target, max_moves)
+    other = _to_object(~walls, start, objects, 1 - target, max_moves)
+    t = L.trial(walls=walls, objects=objects, object_visible=(True, True), goal=target, **_motion(walk))
+    return t, ok_start & ok_a & ok_b & walk["ok"] & other["ok"]
+
+
+def _preference_familiarisation(key: jax.Array, params: W.BIBParams):
+    """A cast, the preferred object's index and 8 trials of an agent going to it at varying places."""
+    k_cast, k_trials = jax.random.split(key)
+    cast_bits = L.episode_bits(k_cast)
+    objects_id, agents = L.identities(cast_bits)
+    preferred = P.randint(cast_bits.one(), 0, 2)
+    familiarisation, _ = _familiarisation(k_trials, lambda bits: _varied_trial(bits, preferred, params.max_moves))
+    return objects_id, agents, preferred, familiarisation
+
+
+def multi_agent(key: jax.Array, params: W.BIBParams) -> W.Episode:
+    k_familiar, k_test = jax.random.split(key)
+    objects_id, agents, preferred, familiarisation = _preference_familiarisation(k_familiar, params)
+    test, _ = L.first_valid(k_test, lambda bits: _varied_trial(bits, 1 - preferred, params.max_moves), ATTEMPTS)
+    trials = _with_test(familiarisation, test)
+    expected = L.episode(trials, objects_id, _cast(agents, W.TEST), params)  # a new agent acts at test
+    unexpected = L.episode(trials, objects_id, _cast(agents), params)
+    return _pair(expected, unexpected)
+
+
+def inaccessible_goal(key: jax.Array, params: W.BIBParams) -> W.Episode:
+    k_familiar, k_test = jax.random.split(key)
+    objects_id, agents, preferred, familiarisation = _preference_familiarisation(k_familiar, params)
+
+    def attempt(bits):
+        t, ok = _varied_trial(bits, 1 - preferred, params.max_moves)
+        enclosure = L.neighbourhood(t["objects"][preferred])
+        start, other = t["path"][0], t["objects"][1 - preferred]
+        clear = ~jnp.any(enclosure & _path_cells(t["path"])) & ~W.at(enclosure, other) & ~W.at(enclosure, start)
+        return (t, enclosure), ok & clear
+
+    (test, enclosure), _ = L.first_valid(k_test, attempt, ATTEMPTS)
+    walled = dict(test, walls=test["walls"] | enclosure)
+    cast = _cast(agents)
+    expected = L.episode(_with_test(familiarisation, walled), objects_id, cast, params)
+    unexpected = L.episode(_with_test(familiarisation, test), objects_id, cast, params)
+    return _pair(expected, unexpected)
+
+
+def _detour_trial(bits: P.Bits, max_moves: int) -> tuple[dict, jax.Array]:
+    """A black barrier segment between the agent and its object, across the line joining them, so that the
+    efficient path bends; with the barrier gone, the bent path's cell after as many moves as the straight
+    path has is closer than that (so every trial can serve the time control)."""
+    start, ok_start = L.sample_cell(bits.one(), L.INTERIOR)
+    goal, ok_goal = L.sample_cell(bits.one(), L.INTERIOR & (L.chebyshev_map(start) >= 3))
+    mid = (start + goal) // 2
+    length = P.randint(bits.one(), 2, 5)
+    low = mid - length // 2 + P.randint(bits.one(), -1, 2)
+    rows, cols = jnp.arange(W.GRID)[:, None], jnp.arange(W.GRID)[None, :]
+    across_cols = jnp.abs(goal[1] - start[1]) >= jnp.abs(goal[0] - start[0])  # a vertical segment
+    vertical = (cols == mid[1]) & (rows >= low[0]) & (rows < low[0] + length)
+    horizontal = (rows == mid[0]) & (cols >= low[1]) & (cols < low[1] + length)
+    barrier = jnp.where(across_cols, vertical, horizontal) & L.INTERIOR & ~L.cell_mask(start) & ~L.cell_mask(goal)
+    free = jnp.asarray(L.INTERIOR)
+    detour = L.walk(free & ~barrier, start, goal, max_moves)
+    straight = L.walk(free, start, goal, max_moves)
+    from_start = W.distance_field(free, W.one_hot_cell(start))
+    time_control_goal = detour["path"][straight["moves"]]
+    closer = W.at(from_start, time_control_goal) < straight["moves"]
+    t = L.trial(walls=barrier, objects=_objects(goal, goal), object_visible=(True, False), goal=0, **_motion(detour))
+    ok = ok_start & ok_goal & detour["ok"] & straight["ok"] & (detour["moves"] > straight["moves"]) & closer
+    return t, ok
+
+
+def _efficiency(key: jax.Array, params: W.BIBParams):
+    """The cast, 8 detour trials, and one of them (the test's source) with its straight walk."""
+    k_cast, k_trials, k_test = jax.random.split(key, 3)
+    cast_bits = L.episode_bits(k_cast)
+    objects_id, agents = L.identities(cast_bits)
+    familiarisation, _ = _familiarisation(k_trials, lambda bits: _detour_trial(bits, params.max_moves))
+    source = _pick(familiarisation, P.randint(cast_bits.one(), 0, FAMILIARISATION))
+    straight = L.walk(jnp.asarray(L.INTERIOR), source["path"][0], source["objects"][0], params.max_moves)
+    return objects_id, agents, familiarisation, source, straight
+
+
+def _open_test(source: dict, path, moves, goal) -> dict:
+    """The source trial without its barrier, the agent walking ``path`` to an object at ``goal``."""
+    return L.trial(objects=_objects(goal, goal), object_visible=(True, False), goal=0, path=path, moves=moves)
+
+
+def efficiency_path(key: jax.Array, params: W.BIBParams) -> W.Episode:
+    objects_id, agents, familiarisation, source, straight = _efficiency(key, params)
+    goal = source["objects"][0]
+    expected = _open_test(source, straight["path"], straight["moves"], goal)
+    unexpected = _open_test(source, source["path"], source["moves"], goal)  # the old detour: the path control
+    cast = _cast(agents)
+    return _pair(
+        L.episode(_with_test(familiarisation, expected), objects_id, cast, params),
+        L.episode(_with_test(familiarisation, unexpected), objects_id, cast, params),
+    )
+
+
+def efficiency_time(key: jax.Array, params: W.BIBParams) -> W.Episode:
+    objects_id, agents, familiarisation, source, straight = _efficiency(key, params)
+    expected = _open_test(source, straight["path"], straight["moves"], source["objects"][0])
+    path, moves = L.replay(source["path"], source["moves"], straight["moves"])
+    unexpected = _open_test(source, path, moves, path[moves])  # as long as the straight walk, to a closer object
+    cast = _cast(agents)
+    return _pair(
+        L.episode(_with_test(familiarisation, expected), objects_id, cast, params),
+        L.episode(_with_test(familiarisation, unexpected), objects_id, cast, params),
+    )
+
+
+def efficiency_irrational(key: jax.Array, params: W.BIBParams) -> W.Episode:
+    objects_id, agents, rational, source, _ = _efficiency(key, params)
+    test = _open_test(source, source["path"], source["moves"], source["objects"][0])
+    irrational = dict(rational, walls=jnp.broadcast_to(jnp.asarray(W.border()), rational["walls"].shape))
+    cast = _cast(agents)
+    return _pair(
+        L.episode(_with_test(irrational, test), objects_id, cast, params),
+        L.episode(_with_test(rational, test), objects_id, cast, params),
+    )
+
+
+def _shut_in_trial(bits: P.Bits, max_moves: int) -> tuple[dict, jax.Array]:
+    """The instrumental familiarisation: the object shut in by a green barrier with a lock on one side; the
+    agent fetches the key, unlocks, goes to the object. The trial also carries ``gap``, a barrier cell on a
+    side of the object whose removal would open a way in."""
+    goal, ok_goal = L.sample_cell(bits.one(), L.INTERIOR)
+    fence = L.neighbourhood(goal)
+    lock, ok_lock = L.sample_cell(bits.one(), L.orthogonal(goal))
+    barrier = fence & ~L.cell_mask(lock)
+    key_cell, ok_key = L.sample_cell(bits.one(), L.INTERIOR & (L.chebyshev_map(goal) >= 2))
+    start, ok_start = L.sample_cell(
+        bits.one(), L.INTERIOR & (L.chebyshev_map(goal) >= 2) & (L.chebyshev_map(key_cell) >= 2)
+    )
+    gap, ok_gap = L.sample_cell(bits.one(), L.orthogonal(goal) & ~L.cell_mask(lock))
+    walls = jnp.asarray(W.border())
+    run = L.routine(walls, barrier, jnp.zeros_like(barrier), start, key_cell, lock, goal, max_moves)
+    t = L.trial(
+        barrier=barrier,
+        objects=_objects(goal, goal),
+        object_visible=(True, False),
+        goal=0,
+        key=key_cell,
+        lock=lock,
+        has_key=True,
+        rotation=L.facing(lock, L.cell_mask(goal)),
+        pickup=run["pickup"],
+        unlock=run["unlock"],
+        **_motion(run),
+    )
+    return (t, gap), ok_goal & ok_lock & ok_key & ok_start & ok_gap & run["ok"]
+
+
+def _direct(t: dict, barrier: jax.Array, max_moves: int) -> tuple[dict, jax.Array]:
+    """Trial ``t`` with ``barrier``, the agent going straight to the object past the (solid) key and lock."""
+    solid = t["walls"] | barrier | L.cell_mask(t["key"]) | L.cell_mask(t["lock"])
+    walk = L.walk(~solid, t["path"][0], t["objects"][0], max_moves)
+    return dict(t, barrier=barrier, pickup=jnp.int32(-1), unlock=jnp.int32(-1), **_motion(walk)), walk["ok"]
+
+
+def _instrumental(key: jax.Array, params: W.BIBParams, scenario: str) -> W.Episode:
+    k_cast, k_trials, k_test = jax.random.split(key, 3)
+    cast_bits = L.episode_bits(k_cast)
+    objects_id, agents = L.identities(cast_bits)
+    familiarisation, _ = _familiarisation(k_trials, lambda bits: _shut_in_trial(bits, params.max_moves))
+    familiarisation = familiarisation[0]
+
+    def attempt(bits):
+        (t, gap), ok = _shut_in_trial(bits, params.max_moves)
+        opened = t["barrier"] & ~L.cell_mask(gap)
+        routine_open = L.routine(
+            t["walls"],
+            opened,
+            jnp.zeros_like(opened),
+            t["path"][0],
+            t["key"],
+            t["lock"],
+            t["objects"][0],
+            params.max_moves,
+        )
+        if scenario == "no_barrier":
+            none = jnp.zeros_like(t["barrier"])
+            expected, ok_direct = _direct(t, none, params.max_moves)
+            run = L.routine(
+                t["walls"], none, none, t["path"][0], t["key"], t["lock"], t["objects"][0], params.max_moves
+            )
+            unexpected = dict(t, barrier=none, pickup=run["pickup"], unlock=run["unlock"], **_motion(run))
+            return (expected, unexpected), ok & ok_direct & run["ok"]
+        if scenario == "inconsequential_barrier":
+            expected, ok_direct = _direct(t, opened, params.max_moves)
+            unexpected = dict(
+                t, barrier=opened, pickup=routine_open["pickup"], unlock=routine_open["unlock"], **_motion(routine_open)
+            )
+            return (expected, unexpected), ok & ok_direct & routine_open["ok"]
+        # blocking: the same key routine with the barrier closed (expected) or open on one side (unexpected)
+        return (t, dict(t, barrier=opened)), ok
+
+    (expected, unexpected), _ = L.first_valid(k_test, attempt, ATTEMPTS)
+    cast = _cast(agents)
+    return _pair(
+        L.episode(_with_test(familiarisation, expected), objects_id, cast, params),
+        L.episode(_with_test(familiarisation, unexpected), objects_id, cast, params),
+    )
+
+
+GENERATORS = {
+    "background": {
+        "single_object": single_object,
+        "preference": no_navigation_preference,
+        "multi_agent": single_object_multi_agent,
+        "instrumental_action": agent_blocked_instrumental,
+    },
+    "evaluation": {
+        "preference": preference,
+        "multi_agent": multi_agent,
+        "inaccessible_goal": inaccessible_goal,
+        "efficiency_path": efficiency_path,
+        "efficiency_time": efficiency_time,
+        "efficiency_irrational": efficiency_irrational,
+        "instrumental_no_barrier": functools.partial(_instrumental, scenario="no_barrier"),
+        "instrumental_inconsequential_barrier": functools.partial(_instrumental, scenario="inconsequential_barrier"),
+        "instrumental_blocking_barrier": functools.partial(_instrumental, scenario="blocking"),
+    },
+}
