@@ -92,11 +92,12 @@ def walk(free: jax.Array, start: jax.Array, goal: jax.Array, max_moves: int) -> 
     """The efficient actor's shortest path from ``start`` to ``goal`` over the ``free`` cells.
 
     Returns a dict: ``path`` ``int8[max_moves + 1, 2]``, ``moves`` ``int32``, ``shortest`` ``int32`` (the
-    fewest moves, ``INF`` if unreachable) and ``ok`` (reached within ``max_moves``).
+    fewest moves, ``INF`` if unreachable), ``field`` ``int32[10, 10]`` (the goal's distance field) and ``ok``
+    (reached within ``max_moves``).
     """
     dist = W.distance_field(free, W.one_hot_cell(goal))
     path, moves, arrivals = planner.follow(dist[None], goal[None], free[None], start, max_moves)
-    return {"path": path, "moves": moves, "shortest": W.at(dist, start), "ok": arrivals[0] >= 0}
+    return {"path": path, "moves": moves, "shortest": W.at(dist, start), "field": dist, "ok": arrivals[0] >= 0}
 
 
 def routine(walls: jax.Array, barrier: jax.Array, obstacles: jax.Array, start, key, lock, goal, max_moves: int) -> dict:
@@ -113,6 +114,15 @@ def routine(walls: jax.Array, barrier: jax.Array, obstacles: jax.Array, start, k
     fields = jax.vmap(lambda f, t: W.distance_field(f, W.one_hot_cell(t)))(free, targets)
     path, moves, arrivals = planner.follow(fields, targets, free, start, max_moves)
     return {"path": path, "moves": moves, "pickup": arrivals[0], "unlock": arrivals[1], "ok": jnp.all(arrivals >= 0)}
+
+
+def legal(free: jax.Array, path: jax.Array, moves: jax.Array) -> jax.Array:
+    """Returns whether each of the first ``moves`` moves of ``path`` (``int8[M + 1, 2]``) is allowed on the
+    ``free`` grid (both cells free, and for a diagonal both orthogonal neighbours), as a bool."""
+    cells = path.astype(jnp.int32)
+    steps = jax.vmap(W.move_between)(cells[:-1], cells[1:])
+    allowed = W.move_allowed(free)[jnp.minimum(steps, 7), cells[:-1, 0], cells[:-1, 1]]
+    return jnp.all(allowed | (jnp.arange(steps.shape[0]) >= moves))
 
 
 def replay(path: jax.Array, moves: jax.Array, upto: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -64,6 +64,7 @@ EVALUATION = (
 SPLITS = ("background", "evaluation")
 ATTEMPTS = 24  # candidates drawn per trial; the constructions accept most candidates (see tests)
 FAMILIARISATION = W.NUM_TRIALS - 1
+DETOUR = 3  # moves by which a key routine the barrier does not call for exceeds the direct walk
 
 
 def check_task(split: str, name: str) -> None:
@@ -245,12 +246,6 @@ def agent_blocked_instrumental(key: jax.Array, params: W.BIBParams) -> W.Episode
 # ---------------------------------------------------------------------------------------------------- evaluation
 
 
-def _path_cells(path: jax.Array) -> jax.Array:
-    """Returns ``bool[10, 10]``, True on the cells of ``path`` (``int8[M + 1, 2]``)."""
-    rows, cols = path[:, 0].astype(jnp.int32), path[:, 1].astype(jnp.int32)
-    return jnp.zeros((W.GRID, W.GRID), bool).at[rows, cols].set(True)
-
-
 def _pick(trials: dict, index: jax.Array) -> dict:
     return jax.tree_util.tree_map(lambda x: x[index], trials)
 
@@ -291,9 +286,10 @@ def preference(key: jax.Array, params: W.BIBParams) -> W.Episode:
     return _pair(expected, unexpected)
 
 
-def _varied_trial(bits: P.Bits, target, max_moves: int) -> tuple[dict, jax.Array]:
+def _varied_trial(bits: P.Bits, target, max_moves: int, diverge: bool = False) -> tuple[dict, jax.Array]:
     """Objects at widely varying places among random walls; the agent goes to object ``target``, and the
-    other object is reachable too."""
+    other object is reachable too. With ``diverge``, the walk must leave every shortest path to the other
+    object before it ends, so that it shows which object the agent wanted."""
     walls = L.random_walls(bits, 0.15, jnp.zeros((W.GRID, W.GRID), bool))
     open_cells = L.INTERIOR & ~walls
     start, ok_start = L.sample_cell(bits.one(), open_cells)
@@ -303,7 +299,11 @@ def _varied_trial(bits: P.Bits, target, max_moves: int) -> tuple[dict, jax.Array
     walk = _to_object(~walls, start, objects, target, max_moves)
     other = _to_object(~walls, start, objects, 1 - target, max_moves)
     t = L.trial(walls=walls, objects=objects, object_visible=(True, True), goal=target, **_motion(walk))
-    return t, ok_start & ok_a & ok_b & walk["ok"] & other["ok"]
+    ok = ok_start & ok_a & ok_b & walk["ok"] & other["ok"]
+    if diverge:
+        last = walk["path"][walk["moves"] - 1]  # the cell before the object
+        ok = ok & (W.at(other["field"], last) > other["shortest"] - (walk["moves"] - 1))
+    return t, ok
 
 
 def _preference_familiarisation(key: jax.Array, params: W.BIBParams):
@@ -319,7 +319,7 @@ def _preference_familiarisation(key: jax.Array, params: W.BIBParams):
 def multi_agent(key: jax.Array, params: W.BIBParams) -> W.Episode:
     k_familiar, k_test = jax.random.split(key)
     objects_id, agents, preferred, familiarisation = _preference_familiarisation(k_familiar, params)
-    test, _ = L.first_valid(k_test, lambda bits: _varied_trial(bits, 1 - preferred, params.max_moves), ATTEMPTS)
+    test, _ = L.first_valid(k_test, lambda bits: _varied_trial(bits, 1 - preferred, params.max_moves, True), ATTEMPTS)
     trials = _with_test(familiarisation, test)
     expected = L.episode(trials, objects_id, _cast(agents, W.TEST), params)  # a new agent acts at test
     unexpected = L.episode(trials, objects_id, _cast(agents), params)
@@ -331,11 +331,11 @@ def inaccessible_goal(key: jax.Array, params: W.BIBParams) -> W.Episode:
     objects_id, agents, preferred, familiarisation = _preference_familiarisation(k_familiar, params)
 
     def attempt(bits):
-        t, ok = _varied_trial(bits, 1 - preferred, params.max_moves)
+        t, ok = _varied_trial(bits, 1 - preferred, params.max_moves, diverge=True)
         enclosure = L.neighbourhood(t["objects"][preferred])
         start, other = t["path"][0], t["objects"][1 - preferred]
-        clear = ~jnp.any(enclosure & _path_cells(t["path"])) & ~W.at(enclosure, other) & ~W.at(enclosure, start)
-        return (t, enclosure), ok & clear
+        clear = ~W.at(enclosure, other) & ~W.at(enclosure, start)
+        return (t, enclosure), ok & clear & L.legal(~(t["walls"] | enclosure), t["path"], t["moves"])
 
     (test, enclosure), _ = L.first_valid(k_test, attempt, ATTEMPTS)
     walled = dict(test, walls=test["walls"] | enclosure)
@@ -468,33 +468,18 @@ def _instrumental(key: jax.Array, params: W.BIBParams, scenario: str) -> W.Episo
 
     def attempt(bits):
         (t, gap), ok = _shut_in_trial(bits, params.max_moves)
-        opened = t["barrier"] & ~L.cell_mask(gap)
-        routine_open = L.routine(
-            t["walls"],
-            opened,
-            jnp.zeros_like(opened),
-            t["path"][0],
-            t["key"],
-            t["lock"],
-            t["objects"][0],
-            params.max_moves,
+        barrier = {"no_barrier": jnp.zeros_like(t["barrier"])}.get(scenario, t["barrier"] & ~L.cell_mask(gap))
+        direct, ok_direct = _direct(t, barrier, params.max_moves)
+        start, goal = t["path"][0], t["objects"][0]
+        run = L.routine(
+            t["walls"], barrier, jnp.zeros_like(barrier), start, t["key"], t["lock"], goal, params.max_moves
         )
-        if scenario == "no_barrier":
-            none = jnp.zeros_like(t["barrier"])
-            expected, ok_direct = _direct(t, none, params.max_moves)
-            run = L.routine(
-                t["walls"], none, none, t["path"][0], t["key"], t["lock"], t["objects"][0], params.max_moves
-            )
-            unexpected = dict(t, barrier=none, pickup=run["pickup"], unlock=run["unlock"], **_motion(run))
-            return (expected, unexpected), ok & ok_direct & run["ok"]
-        if scenario == "inconsequential_barrier":
-            expected, ok_direct = _direct(t, opened, params.max_moves)
-            unexpected = dict(
-                t, barrier=opened, pickup=routine_open["pickup"], unlock=routine_open["unlock"], **_motion(routine_open)
-            )
-            return (expected, unexpected), ok & ok_direct & routine_open["ok"]
-        # blocking: the same key routine with the barrier closed (expected) or open on one side (unexpected)
-        return (t, dict(t, barrier=opened)), ok
+        keyed = dict(t, barrier=barrier, pickup=run["pickup"], unlock=run["unlock"], **_motion(run))
+        # Where the barrier does not block, the key routine must be a clear detour, or it would not be unexpected.
+        ok = ok & ok_direct & run["ok"] & (run["moves"] >= direct["moves"] + DETOUR)
+        if scenario == "blocking":  # the key routine with the barrier closed (expected) or open (unexpected)
+            return (t, dict(t, barrier=barrier)), ok & (t["moves"] >= direct["moves"] + DETOUR)
+        return (direct, keyed), ok
 
     (expected, unexpected), _ = L.first_valid(k_test, attempt, ATTEMPTS)
     cast = _cast(agents)
