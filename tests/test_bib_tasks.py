@@ -13,8 +13,8 @@ import pytest
 from jaxsoc.envs.bib import tasks
 from jaxsoc.envs.bib import world as W
 
-N = 12
-PARAMS = W.BIBParams(frames_per_cell=1, intro_frames=0, outro_frames=0, max_moves=32)
+N = 16
+PARAMS = W.BIBParams.compact()  # one frame per cell: the tests need paths, not long videos
 MOVES = {tuple(m) for m in W.MOVES.tolist()}
 
 

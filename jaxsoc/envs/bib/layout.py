@@ -206,11 +206,11 @@ def episode(trials: dict, objects_id: jax.Array, agent_id: jax.Array, params: W.
     is ``int8[9, 2]`` (shape, colour) of the agent acting in each trial.
     """
     blank = W.blank_trials(params.max_moves)
-    n = W.NUM_TRIALS
+    visible = trials["object_visible"]  # an absent object keeps zeros, as a BIB file cannot show it
     filled = blank.replace(
-        **trials,
-        object_shape=jnp.broadcast_to(objects_id[:, 0], (n, 2)).astype(jnp.int8),
-        object_color=jnp.broadcast_to(objects_id[:, 1], (n, 2)).astype(jnp.int8),
+        **dict(trials, objects=jnp.where(visible[..., None], trials["objects"], 0).astype(jnp.int8)),
+        object_shape=jnp.where(visible, objects_id[:, 0], 0).astype(jnp.int8),
+        object_color=jnp.where(visible, objects_id[:, 1], 0).astype(jnp.int8),
         agent_shape=agent_id[:, 0].astype(jnp.int8),
         agent_color=agent_id[:, 1].astype(jnp.int8),
     )
