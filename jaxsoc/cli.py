@@ -271,6 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
     from jaxsoc.learners.commands import add_parsers
 
     add_parsers(sub)
+    from jaxsoc.envs.bib.commands import add_parser as add_bib_parser
+
+    add_bib_parser(sub)
     return parser
 
 

@@ -167,6 +167,23 @@ def test_canonical_covers_what_files_cannot_show(episode):
     assert np.asarray(back.rotation).tolist() == [2] + [0] * 7 + [2]  # kept only where a key shows it
 
 
+def test_medal_object_reads_and_round_trips(episode, trials):
+    """BIB's inaccessible-goal files show a ``medal.png`` goal object: it reads as object shape 10 and is written
+    back as ``medal.png``."""
+    medal = copy.deepcopy(trials)
+    for frame in medal[4]:
+        frame["objects"][1][2] = "images/medal.png"  # the second object of trial 4, on cell (7, 2)
+    back = bibjson.episode_from_json(medal, max_moves=MAX_MOVES)
+    assert W.OBJECT_SHAPES.index("medal") == 10
+    assert np.asarray(back.object_shape)[4].tolist() == [0, 10]
+    expected = episode.replace(object_shape=np.asarray(episode.object_shape).copy())
+    expected.object_shape[4, 1] = 10
+    assert_same(back, expected)
+    again = bibjson.episode_to_json(back)
+    assert again[4][0]["objects"][1] == [[40, 40], 10, "medal.png", list(W.PALETTE[3])]
+    assert_same(bibjson.episode_from_json(json.loads(json.dumps(again)), max_moves=MAX_MOVES), expected)
+
+
 def test_nearest_palette_colour(trials):
     assert bibjson.color_index(W.PALETTE[7]) == 7
     assert bibjson.color_index([228, 30, 70]) == 0
@@ -197,7 +214,12 @@ def _break(trials, t, f, **fields):
             {"agent": [[20, 160], 10, "blob.png", [1, 2, 3]]},
             r"trial 0, frame 0: field 'agent' has unknown shape 'blob'",
         ),
-        (1, 0, {"objects": [[[120, 80], 10, "medal.png", [0, 0, 0]]]}, r"trial 1, frame 0: field 'objects' .* 'medal'"),
+        (
+            1,
+            0,
+            {"objects": [[[120, 80], 10, "trophy.png", [0, 0, 0]]]},
+            r"trial 1, frame 0: field 'objects' has unknown shape 'trophy'.*known: .*spoon, medal",
+        ),
         (
             0,
             0,

@@ -122,6 +122,20 @@ WHITE = tuple(W.BACKGROUND_RGB)
 # ---------------------------------------------------------------------------------------------------- pixels
 
 
+def test_medal_object(episode, render_jit):
+    """The medal (object shape 10) is drawn in its colour on exactly the pixels of its cell that its sprite covers
+    fully."""
+    medal = W.OBJECT_SHAPES.index("medal")
+    shapes = np.tile(np.array([medal, 0], np.int8), (N, 1))
+    frames = np.asarray(render_jit(episode.replace(object_shape=jnp.asarray(shapes)), size=200))
+    sprite = int(sprites.OBJECT_SPRITES[medal])
+    colour = tuple(int(v) for v in W.PALETTE[OBJECT_COLOR[0]])
+    assert rgb(frames, 0, 0, solid_pixel(sprite, OBJECTS[0], 200)) == colour
+    pixels, alpha = cell_alpha(sprite, OBJECTS[0], 200)
+    drawn = np.all(frames[0, 0][pixels[0][:, None], pixels[1][None, :]] == colour, axis=-1)
+    np.testing.assert_array_equal(drawn, alpha == 1.0)
+
+
 def test_walls_and_empty_cells(frames200):
     assert rgb(frames200, 0, 0, centre(WALL)) == tuple(W.WALL_RGB)
     assert rgb(frames200, 4, 5, centre((0, 0))) == tuple(W.WALL_RGB)  # the border
@@ -232,10 +246,14 @@ def test_bad_size(episode, size):
 
 @pytest.mark.parametrize("size", [84, 200])
 def test_sprites_are_distinct(size):
-    """Every pair of the 22 sprites (agents, objects, home, key and lock in 4 rotations), drawn in one cell,
-    differs by several pixels of coverage; each sprite fills a good part of its cell, inside a margin."""
+    """Every pair of the 23 sprites (3 agents, 11 objects with the medal, home, key and lock in 4 rotations),
+    drawn in one cell, differs by several pixels of coverage; each sprite fills a good part of its cell, inside a
+    margin."""
     masks = np.stack([cell_alpha(s, (4, 4), size)[1] for s in range(sprites.NUM_SPRITES)])
-    assert len(masks) == sprites.NUM_SPRITES == len(sprites.SPRITE_NAMES) == 22
+    assert len(masks) == sprites.NUM_SPRITES == len(sprites.SPRITE_NAMES) == 23
+    assert len(W.OBJECT_SHAPES) == 11 and W.OBJECT_SHAPES[10] == "medal"
+    assert sprites.SPRITE_NAMES[int(sprites.OBJECT_SPRITES[10])] == "medal"
+    assert sprites.HOME == 14 and sprites.KEY.tolist() == [15, 16, 17, 18] and sprites.LOCK.tolist() == [19, 20, 21, 22]
     cell = (size / W.GRID) ** 2
     difference = np.abs(masks[:, None] - masks[None]).sum(axis=(2, 3))
     np.fill_diagonal(difference, np.inf)

@@ -23,7 +23,8 @@ moving agent and key at fractional cells are written as numbers (integers where 
 ``frames_per_cell=10`` they move 2 px per frame).
 
 ``image_src`` is ``"{shape}.png"``: the agent's shape (``world.AGENT_SHAPES``), the object's
-(``world.OBJECT_SHAPES``), ``home_shape.png``, the key ``triangle{deg}.png`` and the lock
+(``world.OBJECT_SHAPES``; ``medal``, the goal object of BIB's inaccessible-goal episodes, among them),
+``home_shape.png``, the key ``triangle{deg}.png`` and the lock
 ``triangle_slot{deg}.png`` (``deg`` in ``world.ROTATIONS``). The reader takes the basename's stem, so
 ``images/heart.png`` reads as ``heart``. Colours are written as the palette's RGB; the reader maps an RGB to
 the palette entry equal to it, else to the nearest one (Euclidean distance in RGB), so files with slightly

@@ -10,7 +10,7 @@ entity's cell, so sprites work at any frame size (8.4 px per cell at 84 px) and 
 moving agent. Nothing is read from disk; tables are computed on first use and cached per size.
 
 Sprite indices (rows of the table): the 3 agent shapes (``AGENT_SPRITES``, in ``world.AGENT_SHAPES``
-order), the 10 object shapes (``OBJECT_SPRITES``, in ``world.OBJECT_SHAPES`` order), ``HOME``, then the key's
+order), the 11 object shapes (``OBJECT_SPRITES``, in ``world.OBJECT_SHAPES`` order), ``HOME``, then the key's
 triangle and the lock's triangle slot in the 4 ``world.ROTATIONS`` (``KEY[r]``, ``LOCK[r]``).
 """
 
@@ -156,6 +156,14 @@ def spoon(x, y):
     return bowl | thick_segment(x, y, 0.5, 0.5, 0.86, 0.86, 0.06)
 
 
+def medal(x, y):
+    """A medal: a solid disc hanging from a V-shaped ribbon whose two straps reach the top of the cell."""
+    ribbon = polygon(
+        x, y, [(0.15, 0.08), (0.34, 0.08), (0.5, 0.36), (0.66, 0.08), (0.85, 0.08), (0.57, 0.52), (0.43, 0.52)]
+    )
+    return ribbon | disc(x, y, 0.5, 0.68, 0.24)
+
+
 def home_shape(x, y):
     """A house: a roof over a square body with a door cut out."""
     roof = polygon(x, y, [(0.5, 0.08), (0.08, 0.46), (0.92, 0.46)])
@@ -187,6 +195,7 @@ SHAPES: dict[str, Mask] = {
     "vase": vase,
     "curved_triangle": curved_triangle,
     "spoon": spoon,
+    "medal": medal,
     "home_shape": home_shape,
     "triangle": triangle,
     "triangle_slot": triangle_slot,

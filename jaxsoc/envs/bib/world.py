@@ -40,6 +40,7 @@ OBJECT_SHAPES = (
     "vase",
     "curved_triangle",
     "spoon",
+    "medal",
 )
 # Distinct colours for agents and objects; none is black (walls), lime (barrier, lock), magenta (home) or
 # maroon (key), so an entity's role is never given away by colour alone.

@@ -1,0 +1,189 @@
+"""``jaxsoc bib``: the BIB family's subcommands.
+
+jaxsoc bib render --task efficiency_path --out pair.gif          # a generated episode, both outcomes
+jaxsoc bib render --json run/evaluation/preference/preference_000000e.json --out e.mp4
+jaxsoc bib data --split background --out bib                      # BIB's JSON layout + videos, resumable
+jaxsoc bib eval --pairs 1000 --out results/bib                    # the reference observers' VOE table
+jaxsoc bib eval --data bib --observer nearest_object              # score files on disk (e.g. BIB's own)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+
+def _params(args):
+    from jaxsoc.envs.bib import world as W
+
+    return W.BIBParams.compact() if getattr(args, "compact", False) else W.BIBParams()
+
+
+def _one(tree, index):
+    return jax.tree_util.tree_map(lambda x: x[index], tree)
+
+
+def cmd_render(args) -> int:
+    from jaxsoc.envs.bib import bibjson, tasks
+    from jaxsoc.envs.bib.render import save_episode_video
+
+    if args.json:
+        episodes = [(Path(args.out), bibjson.read_json(args.json))]
+        what = args.json
+    else:
+        split = "evaluation" if args.task in tasks.EVALUATION and args.split != "background" else args.split
+        tasks.check_task(split, args.task)
+        episode = _one(tasks.generate_batch(split, args.task, jax.random.key(args.seed), 1, _params(args)), 0)
+        what = f"{split}/{args.task} (seed {args.seed})"
+        if split == "background":
+            episodes = [(Path(args.out), episode)]
+        else:
+            out = Path(args.out)
+            chosen = {"expected": (0,), "unexpected": (1,), "both": (0, 1)}[args.outcome]
+            episodes = [(out.with_name(f"{out.stem}{'eu'[o]}{out.suffix}"), _one(episode, o)) for o in chosen]
+    for path, episode in episodes:
+        written = save_episode_video(episode, path, size=args.size, fps=args.fps)
+        print(f"wrote {written} ({what})")
+    return 0
+
+
+def cmd_data(args) -> int:
+    from jaxsoc.envs.bib.dataset import write_dataset
+
+    counts = args.episodes
+    manifest = write_dataset(
+        args.split,
+        args.out,
+        tasks=args.tasks,
+        episodes=counts,
+        seed=args.seed,
+        params=_params(args),
+        shard_episodes=args.shard_episodes,
+        video=args.video,
+        video_size=args.video_size,
+        batch=args.batch,
+    )
+    totals = json.loads(manifest.read_text()).get("totals", {})
+    print(f"{args.split}: {json.dumps(totals)} -> {manifest}")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from jaxsoc.envs.bib import OBSERVERS, tasks
+    from jaxsoc.learners import voe
+
+    names = list(OBSERVERS) if args.observer == "all" else [args.observer]
+    types = args.types or list(tasks.EVALUATION)
+    for name in types:
+        tasks.check_task("evaluation", name)
+    start = time.perf_counter()
+    if args.data:
+        from jaxsoc.envs.bib.dataset import load_pairs
+
+        pairs = {name: load_pairs(args.data, name) for name in types}
+        source = f"files under {args.data}"
+    else:
+        params = _params(args)
+        pairs = {
+            name: tasks.generate_batch("evaluation", name, jax.random.key(args.seed), args.pairs, params)
+            for name in types
+        }
+        source = f"{args.pairs} generated pairs per type (seed {args.seed})"
+    results = {name: voe.evaluate(OBSERVERS[name], pairs, reduce=args.reduce, batch=args.batch) for name in names}
+    seconds = time.perf_counter() - start
+    table = voe.format_table(results)
+    print(f"BIB VOE accuracy, {source}, surprise reduced by {args.reduce}, {seconds:.0f} s on {jax.devices()[0]}")
+    print(table)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        record = {
+            "source": source,
+            "reduce": args.reduce,
+            "pairs": {name: int(np.asarray(p.moves).shape[0]) for name, p in pairs.items()},
+            "accuracy": results,
+            "device": str(jax.devices()[0].device_kind),
+            "seconds": seconds,
+        }
+        (out / "bib_observers.json").write_text(json.dumps(record, indent=2))
+        (out / "bib_observers.md").write_text(table + "\n")
+        plot = voe.bar_plot(results, out / "bib_observers.png")
+        print(f"wrote {out / 'bib_observers.json'}, {out / 'bib_observers.md'} and {plot}")
+    return 0
+
+
+def _clear_errors(command):
+    """Runs a command, turning bad input (``ValueError``, ``RuntimeError``, a missing file) into a message
+    and exit code 2."""
+
+    def run(args) -> int:
+        try:
+            return command(args)
+        except (ValueError, RuntimeError, OSError) as error:
+            print(f"jaxsoc bib {args.verb}: {error}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+def add_parser(sub) -> None:
+    """Adds ``jaxsoc bib`` and its verbs to the ``jaxsoc`` command's subparsers."""
+    from jaxsoc.envs.bib import OBSERVERS, tasks
+    from jaxsoc.envs.bib.dataset import SPLITS, VIDEOS
+
+    bib = sub.add_parser("bib", help="BIB (Baby Intuitions Benchmark): render, data, eval")
+    verbs = bib.add_subparsers(dest="verb", required=True)
+    all_tasks = sorted({*tasks.BACKGROUND, *tasks.EVALUATION})
+
+    def sizes(p):
+        p.add_argument("--compact", action="store_true", help="one frame per cell, no still frames")
+
+    render = verbs.add_parser("render", help="a GIF or MP4 of an episode, trial numbers shown")
+    render.add_argument("--task", default="efficiency_path", choices=all_tasks)
+    render.add_argument("--split", choices=SPLITS, default="evaluation", help="for task names in both splits")
+    render.add_argument("--outcome", choices=["expected", "unexpected", "both"], default="both")
+    render.add_argument("--json", help="render this BIB JSON file instead of a generated episode")
+    render.add_argument("--seed", type=int, default=0)
+    render.add_argument("--size", type=int, default=200, help="frame side in pixels (BIB: 200; baselines: 84)")
+    render.add_argument("--fps", type=int, default=30)
+    render.add_argument("--out", default="bib.gif", help=".gif or .mp4 (pairs add e/u to the name)")
+    sizes(render)
+    render.set_defaults(func=_clear_errors(cmd_render))
+
+    data = verbs.add_parser("data", help="write episodes in BIB's JSON layout plus videos (sharded, resumable)")
+    data.add_argument("--split", choices=SPLITS, required=True)
+    data.add_argument("--out", required=True, help="dataset root; rerun the same command to resume")
+    data.add_argument("--tasks", nargs="+", help="default: every task of the split")
+    data.add_argument("--episodes", type=int, help="per task (default: the paper's counts; 1000 pairs per type)")
+    data.add_argument("--seed", type=int, default=0)
+    data.add_argument("--shard-episodes", type=int, default=1000)
+    data.add_argument("--video", choices=VIDEOS, default="mp4", help="mp4 needs jaxsoc[video] (imageio-ffmpeg)")
+    data.add_argument("--video-size", type=int, default=200)
+    data.add_argument("--batch", type=int, default=256, help="episodes generated at once")
+    sizes(data)
+    data.set_defaults(func=_clear_errors(cmd_data))
+
+    evaluate = verbs.add_parser("eval", help="VOE accuracy of the reference observers, next to the paper's Table 1")
+    evaluate.add_argument("--observer", choices=["all", *OBSERVERS], default="all")
+    evaluate.add_argument("--data", help="a dataset root with evaluation/<type>/ files (generated or BIB's own)")
+    evaluate.add_argument("--pairs", type=int, default=1000, help="generated pairs per type (without --data)")
+    evaluate.add_argument("--types", nargs="+", help="evaluation types (default: all nine)")
+    evaluate.add_argument("--reduce", choices=["max", "mean"], default="max")
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--batch", type=int, default=256)
+    evaluate.add_argument("--out", help="directory for bib_observers.{json,md,png}")
+    evaluate.set_defaults(func=_clear_errors(cmd_eval), compact=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs ``jaxsoc bib ...`` alone (the ``jaxsoc`` command dispatches here)."""
+    parser = argparse.ArgumentParser(prog="jaxsoc")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
