@@ -1,4 +1,4 @@
-"""No loop with a data-dependent trip count in BabyAI's hot path.
+"""No loop with a data-dependent trip count in BabyAI's and BIB's hot paths.
 
 On XLA:GPU a ``while`` loop whose trip count is not known at compile time reads its condition back to the
 host on every iteration. ``dynamic_whiles`` walks a closed jaxpr, every sub-jaxpr included (``pjit``,
@@ -199,3 +199,20 @@ def test_the_ppo_update_has_no_dynamic_loop(level):
     runners = jax.eval_shape(lambda k: seeded.init_seeds(jax.random.split(k, 2)), key)
     found = dynamic_whiles(jax.make_jaxpr(lambda r: seeded.run_seeds(r, 2))(runners))
     assert not found, _describe(found)
+
+
+def test_bib_generators_renderer_and_observers_have_no_dynamic_loop():
+    """BIB: every task generator (fixed attempts, static relaxation rounds), the renderer and both observers."""
+    from jaxsoc.envs.bib import BIBParams, inverse_planning_surprise, nearest_object_surprise, tasks
+    from jaxsoc.envs.bib.render import render
+
+    params = BIBParams.compact()
+    key = jax.random.key(0)
+    for split, names in (("background", list(tasks.BACKGROUND)), ("evaluation", list(tasks.EVALUATION))):
+        for name in names:
+            closed = jax.make_jaxpr(lambda k, s=split, n=name: tasks.GENERATORS[s][n](k, params))(key)
+            assert not dynamic_whiles(closed), (split, name, _describe(dynamic_whiles(closed)))
+    pair = jax.eval_shape(lambda k: tasks.GENERATORS["evaluation"]["preference"](k, params), key)
+    for fn in (inverse_planning_surprise, nearest_object_surprise, lambda e: render(e, 84)):
+        closed = jax.make_jaxpr(fn)(pair)
+        assert not dynamic_whiles(closed), _describe(dynamic_whiles(closed))
