@@ -26,18 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-#: BIB's nine evaluation types, in the order of the paper's Table 1.
-EVAL_TYPES = (
-    "preference",
-    "multi_agent",
-    "inaccessible_goal",
-    "efficiency_path",
-    "efficiency_time",
-    "efficiency_irrational",
-    "instrumental_no_barrier",
-    "instrumental_inconsequential_barrier",
-    "instrumental_blocking_barrier",
-)
+from jaxsoc.envs.bib.tasks import EVALUATION as EVAL_TYPES  # the nine types, in the order of Table 1
+
 EFFICIENT_AVERAGE = "efficient_action_average"
 INSTRUMENTAL_AVERAGE = "instrumental_action_average"
 #: each average and the evaluation types it is the mean of.

@@ -132,6 +132,12 @@ def _with_test(familiarisation: dict, test: dict) -> dict:
     return jax.tree_util.tree_map(lambda f, t: jnp.concatenate([f, t[None]]), familiarisation, test)
 
 
+def _outcomes(objects_id, cast, params: W.BIBParams, expected: tuple, unexpected: tuple) -> W.Episode:
+    """The evaluation pair, ``[2, 9, ...]``, from each outcome's ``(familiarisation, test)`` trials."""
+    episodes = [L.episode(_with_test(*trials), objects_id, cast, params) for trials in (expected, unexpected)]
+    return _pair(*episodes)
+
+
 def _pair(expected: W.Episode, unexpected: W.Episode) -> W.Episode:
     return jax.tree_util.tree_map(lambda e, u: jnp.stack([e, u]), expected, unexpected)
 
@@ -281,9 +287,9 @@ def preference(key: jax.Array, params: W.BIBParams) -> W.Episode:
         return L.trial(objects=swapped, object_visible=(True, True), goal=target, **_motion(walk))
 
     cast = _cast(agents)
-    expected = L.episode(_with_test(familiarisation, test(preferred)), objects_id, cast, params)
-    unexpected = L.episode(_with_test(familiarisation, test(1 - preferred)), objects_id, cast, params)
-    return _pair(expected, unexpected)
+    return _outcomes(
+        objects_id, cast, params, (familiarisation, test(preferred)), (familiarisation, test(1 - preferred))
+    )
 
 
 def _varied_trial(bits: P.Bits, target, max_moves: int, diverge: bool = False) -> tuple[dict, jax.Array]:
@@ -340,9 +346,7 @@ def inaccessible_goal(key: jax.Array, params: W.BIBParams) -> W.Episode:
     (test, enclosure), _ = L.first_valid(k_test, attempt, ATTEMPTS)
     walled = dict(test, walls=test["walls"] | enclosure)
     cast = _cast(agents)
-    expected = L.episode(_with_test(familiarisation, walled), objects_id, cast, params)
-    unexpected = L.episode(_with_test(familiarisation, test), objects_id, cast, params)
-    return _pair(expected, unexpected)
+    return _outcomes(objects_id, cast, params, (familiarisation, walled), (familiarisation, test))
 
 
 def _detour_trial(bits: P.Bits, max_moves: int) -> tuple[dict, jax.Array]:
@@ -392,10 +396,7 @@ def efficiency_path(key: jax.Array, params: W.BIBParams) -> W.Episode:
     expected = _open_test(source, straight["path"], straight["moves"], goal)
     unexpected = _open_test(source, source["path"], source["moves"], goal)  # the old detour: the path control
     cast = _cast(agents)
-    return _pair(
-        L.episode(_with_test(familiarisation, expected), objects_id, cast, params),
-        L.episode(_with_test(familiarisation, unexpected), objects_id, cast, params),
-    )
+    return _outcomes(objects_id, cast, params, (familiarisation, expected), (familiarisation, unexpected))
 
 
 def efficiency_time(key: jax.Array, params: W.BIBParams) -> W.Episode:
@@ -404,10 +405,7 @@ def efficiency_time(key: jax.Array, params: W.BIBParams) -> W.Episode:
     path, moves = L.replay(source["path"], source["moves"], straight["moves"])
     unexpected = _open_test(source, path, moves, path[moves])  # as long as the straight walk, to a closer object
     cast = _cast(agents)
-    return _pair(
-        L.episode(_with_test(familiarisation, expected), objects_id, cast, params),
-        L.episode(_with_test(familiarisation, unexpected), objects_id, cast, params),
-    )
+    return _outcomes(objects_id, cast, params, (familiarisation, expected), (familiarisation, unexpected))
 
 
 def efficiency_irrational(key: jax.Array, params: W.BIBParams) -> W.Episode:
@@ -415,10 +413,7 @@ def efficiency_irrational(key: jax.Array, params: W.BIBParams) -> W.Episode:
     test = _open_test(source, source["path"], source["moves"], source["objects"][0])
     irrational = dict(rational, walls=jnp.broadcast_to(jnp.asarray(W.border()), rational["walls"].shape))
     cast = _cast(agents)
-    return _pair(
-        L.episode(_with_test(irrational, test), objects_id, cast, params),
-        L.episode(_with_test(rational, test), objects_id, cast, params),
-    )
+    return _outcomes(objects_id, cast, params, (irrational, test), (rational, test))
 
 
 def _shut_in_trial(bits: P.Bits, max_moves: int) -> tuple[dict, jax.Array]:
@@ -483,10 +478,7 @@ def _instrumental(key: jax.Array, params: W.BIBParams, scenario: str) -> W.Episo
 
     (expected, unexpected), _ = L.first_valid(k_test, attempt, ATTEMPTS)
     cast = _cast(agents)
-    return _pair(
-        L.episode(_with_test(familiarisation, expected), objects_id, cast, params),
-        L.episode(_with_test(familiarisation, unexpected), objects_id, cast, params),
-    )
+    return _outcomes(objects_id, cast, params, (familiarisation, expected), (familiarisation, unexpected))
 
 
 GENERATORS = {
