@@ -70,6 +70,9 @@ def test_every_part_writes_complete_stamped_rows(toy_run):
     assert paper["frames_per_s"] > 0 and paper["paper_thousands"] == [377.0, 379.0]
     assert [r["demos"] for r in rows["bc"]] == [16, 11]
     assert {(r["map"], r["impl"]) for r in rows["conv"]} == {(m, i) for m in (7, 2) for i in ("native", "im2col")}
+    bib_set, bib_size = rows["bib"]  # the background set (a smaller run at toy sizes), then one throughput row
+    assert bib_set["kind"] == "background_set" and not bib_set["full_set"] and bib_set["meets_target"] is None
+    assert bib_size["kind"] == "throughput" and bib_size["episodes_per_s"] > 0 and bib_size["frame_checksum"] > 0
 
 
 def test_markdown_section_is_rendered_from_the_rows(toy_run):
