@@ -24,8 +24,9 @@ The constructions follow the paper (Gandhi et al. 2021, §2-3):
 - ``inaccessible_goal``: as above with one agent; at test it goes to the non-preferred object, with the
   preferred one walled in on all sides (expected) or accessible (unexpected), along the same path.
 - ``efficiency_path``: a rational agent walks around a black barrier to its object; at test one
-  familiarisation trial returns without its barrier: the agent walks straight (expected) or retraces the
-  old detour (unexpected, the path control).
+  familiarisation trial returns with its barrier removed, or moved so that a detour is still needed (half
+  the episodes where such a move fits, about one in seven overall): the agent walks efficiently (expected) or retraces the old, now inefficient, detour
+  (unexpected, the path control).
 - ``efficiency_time``: same familiarisation; at test the unexpected agent takes the detour for as many moves
   as the straight path has, to an object placed there, which is closer (the time control).
 - ``efficiency_irrational``: the same detour at test, after familiarisation trials in which the agent made
@@ -390,12 +391,38 @@ def _open_test(source: dict, path, moves, goal) -> dict:
     return L.trial(objects=_objects(goal, goal), object_visible=(True, False), goal=0, path=path, moves=moves)
 
 
+def _moved_barrier(bits: P.Bits, source: dict, max_moves: int) -> tuple[dict, jax.Array]:
+    """The source trial with its barrier moved (shifted by up to 3 cells each way) so that a detour is still
+    needed, the old detour is still open but no longer efficient. Returns the moved barrier and the efficient
+    walk around it, and whether such a move was found."""
+    shift = P.randint(bits.take(2), -3, 4)
+    rows, cols = jnp.arange(W.GRID)[:, None] - shift[0], jnp.arange(W.GRID)[None, :] - shift[1]
+    inside = (rows >= 0) & (rows < W.GRID) & (cols >= 0) & (cols < W.GRID)
+    old = source["walls"] & L.INTERIOR
+    start, goal = source["path"][0], source["objects"][0]
+    barrier = old[jnp.clip(rows, 0, W.GRID - 1), jnp.clip(cols, 0, W.GRID - 1)] & inside & L.INTERIOR
+    barrier = barrier & ~L.cell_mask(start) & ~L.cell_mask(goal)
+    free = L.INTERIOR & ~barrier
+    walk = L.walk(free, start, goal, max_moves)
+    straight = L.walk(jnp.asarray(L.INTERIOR), start, goal, max_moves)
+    old_path_open = L.legal(free, source["path"], source["moves"])
+    ok = jnp.any(barrier) & walk["ok"] & (walk["moves"] > straight["moves"]) & old_path_open
+    return {"barrier": barrier, **_motion(walk)}, ok & (source["moves"] > walk["moves"])
+
+
 def efficiency_path(key: jax.Array, params: W.BIBParams) -> W.Episode:
-    objects_id, agents, familiarisation, source, straight = _efficiency(key, params)
+    k_familiar, k_moved = jax.random.split(key)
+    objects_id, agents, familiarisation, source, straight = _efficiency(k_familiar, params)
     goal = source["objects"][0]
-    expected = _open_test(source, straight["path"], straight["moves"], goal)
-    unexpected = _open_test(source, source["path"], source["moves"], goal)  # the old detour: the path control
-    cast = _cast(agents)
+    # The paper's test removes the barrier or moves it "such that a curved path is still required": half the
+    # episodes move it (where a move fits), the others remove it.
+    moved, ok = L.first_valid(k_moved, lambda bits: _moved_barrier(bits, source, params.max_moves), ATTEMPTS)
+    use_moved = ok & jax.random.bernoulli(jax.random.fold_in(k_moved, 1))
+    walk = jax.tree_util.tree_map(lambda m, s: jnp.where(use_moved, m, s), _motion(moved), _motion(straight))
+    walls = jnp.where(use_moved, moved["barrier"], False)
+    expected = dict(_open_test(source, walk["path"], walk["moves"], goal), walls=walls | W.border())
+    unexpected = dict(_open_test(source, source["path"], source["moves"], goal), walls=walls | W.border())
+    cast = _cast(agents)  # unexpected: the old detour, the path control
     return _outcomes(objects_id, cast, params, (familiarisation, expected), (familiarisation, unexpected))
 
 
