@@ -25,8 +25,8 @@ The constructions follow the paper (Gandhi et al. 2021, §2-3):
   preferred one walled in on all sides (expected) or accessible (unexpected), along the same path.
 - ``efficiency_path``: a rational agent walks around a black barrier to its object; at test one
   familiarisation trial returns with its barrier removed, or moved so that a detour is still needed (half
-  the episodes where such a move fits, about one in seven overall): the agent walks efficiently (expected) or retraces the old, now inefficient, detour
-  (unexpected, the path control).
+  the episodes where such a move fits, about one in seven overall): the agent walks efficiently
+  (expected) or retraces the old, now inefficient, detour (unexpected, the path control).
 - ``efficiency_time``: same familiarisation; at test the unexpected agent takes the detour for as many moves
   as the straight path has, to an object placed there, which is closer (the time control).
 - ``efficiency_irrational``: the same detour at test, after familiarisation trials in which the agent made
@@ -213,6 +213,27 @@ def single_object_multi_agent(key: jax.Array, params: W.BIBParams) -> W.Episode:
     return L.episode(trials, objects_id, _cast(agents, switch), params)
 
 
+def _key_routine_trial(barrier, start, key_cell, lock, goal, inside, max_moves: int) -> tuple[dict, dict]:
+    """A single-object trial with a green ``barrier`` whose lock faces the ``inside`` region; the agent
+    fetches the key, unlocks and goes to the object. Returns the trial and the routine (``layout.routine``)."""
+    walls = jnp.asarray(W.border())
+    run = L.routine(walls, barrier, jnp.zeros_like(barrier), start, key_cell, lock, goal, max_moves)
+    t = L.trial(
+        barrier=barrier,
+        objects=_objects(goal, goal),
+        object_visible=(True, False),
+        goal=0,
+        key=key_cell,
+        lock=lock,
+        has_key=True,
+        rotation=L.facing(lock, inside),
+        pickup=run["pickup"],
+        unlock=run["unlock"],
+        **_motion(run),
+    )
+    return t, run
+
+
 def agent_blocked_instrumental(key: jax.Array, params: W.BIBParams) -> W.Episode:
     k_cast, k_trials = jax.random.split(key)
     cast_bits = L.episode_bits(k_cast)
@@ -229,20 +250,7 @@ def agent_blocked_instrumental(key: jax.Array, params: W.BIBParams) -> W.Episode
         barrier = fence & ~L.cell_mask(lock)
         goal, ok_goal = L.sample_cell(bits.one(), L.INTERIOR & ~pen & ~fence)
         walls = jnp.asarray(W.border())
-        run = L.routine(walls, barrier, jnp.zeros_like(barrier), start, key_cell, lock, goal, params.max_moves)
-        t = L.trial(
-            barrier=barrier,
-            objects=_objects(goal, goal),
-            object_visible=(True, False),
-            goal=0,
-            key=key_cell,
-            lock=lock,
-            has_key=True,
-            rotation=L.facing(lock, pen),
-            pickup=run["pickup"],
-            unlock=run["unlock"],
-            **_motion(run),
-        )
+        t, run = _key_routine_trial(barrier, start, key_cell, lock, goal, pen, params.max_moves)
         confined = ~L.reachable(~(walls | barrier | L.cell_mask(lock)), start, goal)
         return t, ok_start & ok_key & ok_lock & ok_goal & run["ok"] & confined
 
@@ -456,21 +464,7 @@ def _shut_in_trial(bits: P.Bits, max_moves: int) -> tuple[dict, jax.Array]:
         bits.one(), L.INTERIOR & (L.chebyshev_map(goal) >= 2) & (L.chebyshev_map(key_cell) >= 2)
     )
     gap, ok_gap = L.sample_cell(bits.one(), L.orthogonal(goal) & ~L.cell_mask(lock))
-    walls = jnp.asarray(W.border())
-    run = L.routine(walls, barrier, jnp.zeros_like(barrier), start, key_cell, lock, goal, max_moves)
-    t = L.trial(
-        barrier=barrier,
-        objects=_objects(goal, goal),
-        object_visible=(True, False),
-        goal=0,
-        key=key_cell,
-        lock=lock,
-        has_key=True,
-        rotation=L.facing(lock, L.cell_mask(goal)),
-        pickup=run["pickup"],
-        unlock=run["unlock"],
-        **_motion(run),
-    )
+    t, run = _key_routine_trial(barrier, start, key_cell, lock, goal, L.cell_mask(goal), max_moves)
     return (t, gap), ok_goal & ok_lock & ok_key & ok_start & ok_gap & run["ok"]
 
 
