@@ -88,3 +88,21 @@ def test_a_new_agent_inherits_no_preference(surprises):
     scores = surprise.max(-1)
     # The same walk is far less surprising from a new agent than from the agent that preferred the other object.
     assert np.all(scores[:, 0] < scores[:, 1] - 1.0)
+
+
+def test_multi_agent_outcomes_all_four(pairs):
+    """The paper's four multi-agent outcomes share one layout; the first two are the evaluation pair; the
+    familiar agent is expected to go to its preferred object, a new agent is not expected either way."""
+    key = jax.random.split(jax.random.key(5), N)[0]  # the first pair of the fixture's batch
+    outcomes = jax.jit(lambda k: tasks.multi_agent_outcomes(k, PARAMS))(key)
+    pair = jax.tree_util.tree_map(lambda x: x[0], pairs["multi_agent"])
+    for a, b in zip(jax.tree_util.tree_leaves(outcomes), jax.tree_util.tree_leaves(pair)):
+        np.testing.assert_array_equal(np.asarray(a)[:2], np.asarray(b))
+    goal, agent = np.asarray(outcomes.goal)[:, W.TEST], np.asarray(outcomes.agent_color)[:, W.TEST]
+    familiar = np.asarray(outcomes.agent_color)[0, 0]
+    assert goal[2] == goal[3] == outcomes.goal[0, 0] != goal[0] == goal[1]
+    assert agent[1] == agent[2] == familiar != agent[0] == agent[3]
+    surprise, mask = jax.jit(inverse_planning_surprise)(outcomes)
+    score = np.asarray(voe.episode_scores(surprise, mask))
+    assert score[2] < score[1]  # the familiar agent: its preferred object is expected, the other is not
+    assert abs(score[3] - score[0]) < 1.5 and score[3] < score[1]  # a new agent: no strong expectation

@@ -20,7 +20,8 @@ The constructions follow the paper (Gandhi et al. 2021, §2-3):
   object at the new place; unexpected: it goes to the other object, retracing that trial's path.
 - ``multi_agent``: objects at widely varying places; at test the pair differs only in who acts: a new agent
   goes to the first agent's non-preferred object (expected, no expectation about a new agent's taste)
-  against the familiar agent doing so (unexpected).
+  against the familiar agent doing so (unexpected). ``multi_agent_outcomes`` gives the paper's four outcomes,
+  the preferred object's two included.
 - ``inaccessible_goal``: as above with one agent; at test it goes to the non-preferred object, with the
   preferred one walled in on all sides (expected) or accessible (unexpected), along the same path.
 - ``efficiency_path``: a rational agent walks around a black barrier to its object; at test one
@@ -331,14 +332,33 @@ def _preference_familiarisation(key: jax.Array, params: W.BIBParams):
     return objects_id, agents, preferred, familiarisation
 
 
-def multi_agent(key: jax.Array, params: W.BIBParams) -> W.Episode:
+MULTI_AGENT_OUTCOMES = (
+    "new_agent_nonpreferred",
+    "same_agent_nonpreferred",
+    "same_agent_preferred",
+    "new_agent_preferred",
+)
+
+
+def multi_agent_outcomes(key: jax.Array, params: W.BIBParams) -> W.Episode:
+    """All four test outcomes of the paper's multi-agent evaluation (§2.2) after the same familiarisation and
+    in the same test layout, ``Episode`` ``[4, 9, ...]`` in the order of ``MULTI_AGENT_OUTCOMES``: the pair
+    of ``multi_agent`` (a new agent, then the familiar one, going to the familiar agent's non-preferred
+    object), then the familiar agent going to its preferred object (expected) and the new agent doing so (no
+    expectation)."""
     k_familiar, k_test = jax.random.split(key)
     objects_id, agents, preferred, familiarisation = _preference_familiarisation(k_familiar, params)
     test, _ = L.first_valid(k_test, lambda bits: _varied_trial(bits, 1 - preferred, params.max_moves, True), ATTEMPTS)
-    trials = _with_test(familiarisation, test)
-    expected = L.episode(trials, objects_id, _cast(agents, W.TEST), params)  # a new agent acts at test
-    unexpected = L.episode(trials, objects_id, _cast(agents), params)
-    return _pair(expected, unexpected)
+    walk = _to_object(~test["walls"], test["path"][0], test["objects"], preferred, params.max_moves)
+    test_preferred = dict(test, goal=preferred.astype(jnp.int8), **_motion(walk))
+    new, same = _cast(agents, W.TEST), _cast(agents)
+    outcomes = [(test, new), (test, same), (test_preferred, same), (test_preferred, new)]
+    episodes = [L.episode(_with_test(familiarisation, t), objects_id, cast, params) for t, cast in outcomes]
+    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *episodes)
+
+
+def multi_agent(key: jax.Array, params: W.BIBParams) -> W.Episode:
+    return jax.tree_util.tree_map(lambda x: x[:2], multi_agent_outcomes(key, params))
 
 
 def inaccessible_goal(key: jax.Array, params: W.BIBParams) -> W.Episode:
