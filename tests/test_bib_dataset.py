@@ -154,9 +154,9 @@ def test_resume_and_settings(tmp_path):
     }
 
 
-def test_batch_size_does_not_change_the_dataset(tmp_path):
-    write(tmp_path / "a", batch=2)
-    write(tmp_path / "b", batch=3, shard_episodes=2)
+def test_batch_size_and_writer_threads_do_not_change_the_dataset(tmp_path):
+    write(tmp_path / "a", batch=2, workers=1)
+    write(tmp_path / "b", batch=3, shard_episodes=2, workers=4)
     assert contents(tmp_path / "a") == contents(tmp_path / "b")
 
 

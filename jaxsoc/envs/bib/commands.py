@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -68,6 +69,7 @@ def cmd_data(args) -> int:
         video=args.video,
         video_size=args.video_size,
         batch=args.batch,
+        workers=args.workers,
     )
     totals = json.loads(manifest.read_text()).get("totals", {})
     print(f"{args.split}: {json.dumps(totals)} -> {manifest}")
@@ -166,6 +168,7 @@ def add_parser(sub) -> None:
     data.add_argument("--video", choices=VIDEOS, default="mp4", help="mp4 needs jaxsoc[video] (imageio-ffmpeg)")
     data.add_argument("--video-size", type=int, default=200)
     data.add_argument("--batch", type=int, default=256, help="episodes generated at once")
+    data.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1), help="threads writing files")
     sizes(data)
     data.set_defaults(func=_clear_errors(cmd_data))
 

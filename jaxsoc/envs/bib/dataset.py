@@ -43,6 +43,7 @@ import json
 import os
 import zlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -144,6 +145,7 @@ def write_dataset(
     video_size: int = 200,
     batch: int = 256,
     progress: bool = True,
+    workers: int = min(8, os.cpu_count() or 1),
 ) -> Path:
     """Generates and writes the episodes of ``split`` under ``out/<split>`` (layout: module docstring).
 
@@ -160,6 +162,8 @@ def write_dataset(
         video_size: the videos' frame side in pixels.
         batch: episodes generated at once on the device (does not change the dataset).
         progress: show a tqdm progress bar over episodes.
+        workers: threads writing files (JSON and videos) while the next batch is prepared; the files do not
+            depend on it.
 
     Returns:
         The path of ``manifest.json``.
@@ -186,10 +190,11 @@ def write_dataset(
     total = sum(counts.values())
     unit = "episode" if split == "background" else "pair"
     bar = tqdm(total=total, initial=total - remaining, unit=unit, desc=f"BIB {split}", disable=not progress)
-    writer = _ShardWriter(split, root, seed, params, min(batch, shard_episodes), save)
-    for (task, shard), (lo, hi) in ranges.items():
-        writer.write(task, shard, lo, hi, bar)
-        _write_manifest(root, manifest)
+    with ThreadPoolExecutor(max(1, workers)) as pool:  # video encoders (ffmpeg, pillow) run beside each other
+        writer = _ShardWriter(split, root, seed, params, min(batch, shard_episodes), save, pool)
+        for (task, shard), (lo, hi) in ranges.items():
+            writer.write(task, shard, lo, hi, bar)
+            _write_manifest(root, manifest)
     bar.close()
     return _write_manifest(root, manifest)
 
@@ -255,9 +260,9 @@ def _video_saver(video: str, size: int):
 class _ShardWriter:
     """Generates the episodes of a shard in fixed-size batches and writes their files and marker."""
 
-    def __init__(self, split: str, root: Path, seed: int, params: W.BIBParams, size: int, save):
+    def __init__(self, split: str, root: Path, seed: int, params: W.BIBParams, size: int, save, pool):
         self.split, self.root, self.seed = split, root, seed
-        self.params, self.size, self.save = params, size, save
+        self.params, self.size, self.save, self.pool = params, size, save, pool
 
     def write(self, task: str, shard: int, lo: int, hi: int, bar) -> None:
         folder = self.root / task
@@ -268,8 +273,14 @@ class _ShardWriter:
             padded = np.concatenate([indices, np.full(self.size - len(indices), indices[-1])])
             episodes = generate_episodes(self.split, task, padded, seed=self.seed, params=self.params)
             episodes = jax.device_get(episodes)
-            for j, index in enumerate(indices):
-                files += self._write_episode(folder, task, int(index), jax.tree.map(lambda x, j=j: x[j], episodes))
+            jobs = [
+                self.pool.submit(
+                    self._write_episode, folder, task, int(index), jax.tree.map(lambda x, j=j: x[j], episodes)
+                )
+                for j, index in enumerate(indices)
+            ]
+            for job in jobs:  # in index order, so the marker's file list does not depend on the workers
+                files += job.result()
                 bar.update(1)
         size = sum((folder / name).stat().st_size for name in files)
         _atomic_write(
