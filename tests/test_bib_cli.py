@@ -8,7 +8,7 @@ from jaxsoc.cli import main
 from jaxsoc.envs.bib import dataset
 
 
-def test_render_a_generated_pair_and_a_file(tmp_path, capsys):
+def test_render_write_read_and_score_files(tmp_path, capsys):
     assert (
         main(
             [
@@ -35,6 +35,9 @@ def test_render_a_generated_pair_and_a_file(tmp_path, capsys):
     assert [f.name for f in files] == [f"efficiency_time_00000{i}{s}.json" for i in range(2) for s in "eu"]
     assert main(["bib", "render", "--json", str(files[0]), "--size", "84", "--out", str(tmp_path / "f.gif")]) == 0
     assert "wrote" in capsys.readouterr().out
+    scored = ["bib", "eval", "--data", str(out), "--types", "efficiency_time", "--observer", "nearest_object"]
+    assert main(scored) == 0  # files on disk are scored like generated pairs
+    assert "| Efficiency: time control | 100.0 |" in capsys.readouterr().out
 
 
 def test_eval_writes_the_table_the_plot_and_the_record(tmp_path, capsys):
