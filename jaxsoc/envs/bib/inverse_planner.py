@@ -54,9 +54,9 @@ def stage_values(trial: dict, goal: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jnp.stack([empty, holding, unlocked]), free
 
 
-def _trial_step_log_probs(trial: dict, cells, moves, betas: jax.Array) -> tuple[jax.Array, jax.Array]:
+def _trial_step_log_probs(trial: dict, cells, moves, betas: jax.Array) -> jax.Array:
     """Log-probabilities of one trial's steps under each goal slot (after the inaccessibility fallback) and
-    each beta. Returns ``(log_p float32[2, R, M], reachable bool[2])``."""
+    each beta, ``float32[2, R, M]``."""
     k = jnp.arange(moves.shape[0])
     stage = jnp.where((trial["unlock"] >= 0) & (k >= trial["unlock"]), 2, 0)
     stage = jnp.where((stage == 0) & (trial["pickup"] >= 0) & (k >= trial["pickup"]), 1, stage)
@@ -75,7 +75,7 @@ def _trial_step_log_probs(trial: dict, cells, moves, betas: jax.Array) -> tuple[
     reach = reach & trial["object_visible"]
     # An agent whose preferred object is missing or walled in goes for the other one.
     effective = jnp.where(reach, jnp.arange(2), 1 - jnp.arange(2))
-    return log_p[effective], reach
+    return log_p[effective]
 
 
 def inverse_planning_surprise(
@@ -112,7 +112,7 @@ def _episode_surprise(episode: W.Episode, betas: jax.Array, log_prior_rational: 
     cells, after = path[:, :-1], path[:, 1:]
     moves = jax.vmap(jax.vmap(W.move_between))(cells, after)
     steps = jnp.arange(cells.shape[1])[None, :] < episode.moves[:, None]  # [9, M]
-    log_p, _ = jax.vmap(lambda t, c, m: _trial_step_log_probs(t, c, m, betas))(trials, cells, moves)  # [9, 2, R, M]
+    log_p = jax.vmap(lambda t, c, m: _trial_step_log_probs(t, c, m, betas))(trials, cells, moves)  # [9, 2, R, M]
 
     # Objects by identity: hypothesis g is "prefers the object that was slot g in the first trial".
     identity = episode.object_shape.astype(jnp.int32) * 16 + episode.object_color.astype(jnp.int32)  # [9, 2]

@@ -107,8 +107,7 @@ def routine(walls: jax.Array, barrier: jax.Array, obstacles: jax.Array, start, k
     Returns a dict: ``path``, ``moves``, ``pickup`` and ``unlock`` (path indices), and ``ok``.
     """
     solid = walls | obstacles
-    goal_cell = W.one_hot_cell(goal) == 0
-    lock_cell = W.one_hot_cell(lock) == 0
+    goal_cell, lock_cell = cell_mask(goal), cell_mask(lock)
     free = jnp.stack([~(solid | barrier | lock_cell | goal_cell), ~(solid | barrier | goal_cell), ~solid])
     targets = jnp.stack([key, lock, goal]).astype(jnp.int32)
     fields = jax.vmap(lambda f, t: W.distance_field(f, W.one_hot_cell(t)))(free, targets)
@@ -190,13 +189,6 @@ def _first_valid(words: jax.Array, attempt: Callable):
     values, oks = jax.vmap(lambda w: attempt(P.Bits(w)))(words)
     index = jnp.argmax(oks)
     return jax.tree_util.tree_map(lambda x: x[index], values), oks[index]
-
-
-def stack_trials(trials: list[dict] | dict) -> dict:
-    """Returns the trials stacked on a leading axis (a dict with a leading axis passes through)."""
-    if isinstance(trials, dict):
-        return trials
-    return jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *trials)
 
 
 def episode(trials: dict, objects_id: jax.Array, agent_id: jax.Array, params: W.BIBParams) -> W.Episode:

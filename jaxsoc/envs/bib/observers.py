@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsoc.envs.bib import layout as L
 from jaxsoc.envs.bib import planner
 from jaxsoc.envs.bib import world as W
 
@@ -112,7 +113,6 @@ def _nearest_object_field(free: jax.Array, objects: jax.Array, visible: jax.Arra
     by_line = jnp.where(visible, planner.chebyshev(objects, start[None, :]), W.INF)
     reachable = jnp.any(by_path < W.INF)
     goal = jnp.where(reachable, jnp.argmin(by_path), jnp.argmin(by_line))
-    rows, cols = jnp.meshgrid(jnp.arange(free.shape[0]), jnp.arange(free.shape[1]), indexing="ij")
-    straight = planner.chebyshev(jnp.stack([rows, cols], axis=-1), objects[goal])
+    straight = L.chebyshev_map(objects[goal])
     dist = jnp.where(reachable, fields[goal], straight)
     return jnp.where(jnp.any(visible), dist, W.INF).astype(jnp.int32)

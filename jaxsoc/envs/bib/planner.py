@@ -80,11 +80,6 @@ def follow(
     return path, moves, arrivals
 
 
-def path_length(dist: jax.Array, cell: jax.Array) -> jax.Array:
-    """Returns the ``int32`` number of moves from ``cell`` to the goal of ``dist`` (``INF`` if unreachable)."""
-    return W.at(dist, cell)
-
-
 def chebyshev(a: jax.Array, b: jax.Array) -> jax.Array:
     """Returns the ``int32`` number of moves between two cells on an empty grid (8-connected)."""
     return jnp.max(jnp.abs(a.astype(jnp.int32) - b.astype(jnp.int32)), axis=-1)

@@ -174,11 +174,6 @@ def compile_workloads(workloads: Iterable[Workload], workers: int = 1) -> list[t
     return [_COMPILED[w] for w in workloads]
 
 
-def forget_compiled() -> None:
-    """Drops the compiled programs kept by ``compile_workloads``."""
-    _COMPILED.clear()
-
-
 def time_best(compiled, key: jax.Array, repeats: int) -> tuple[dict[str, int], float]:
     """Returns ``(output, best_s)``: the host values of a warm-up call on ``key``, and the best wall time of
     ``repeats`` calls on ``fold_in(key, r + 1)``, each waited for with ``block_until_ready``."""

@@ -226,12 +226,6 @@ def one_hot_cell(cell: jax.Array, value=0, fill=INF) -> jax.Array:
     return jnp.where((rows == cell[0]) & (cols == cell[1]), value, fill).astype(jnp.int32)
 
 
-def step_cell(cell: jax.Array, move: jax.Array) -> jax.Array:
-    """Returns the cell ``int32[2]`` reached by ``move`` (index into ``MOVES``; ``STAY`` stays)."""
-    delta = jnp.asarray(np.concatenate([MOVES, [[0, 0]]]))[move]
-    return cell.astype(jnp.int32) + delta
-
-
 def move_between(a: jax.Array, b: jax.Array) -> jax.Array:
     """Returns the move index ``int32`` from cell ``a`` to the neighbouring cell ``b`` (``STAY`` if equal)."""
     delta = (b - a).astype(jnp.int32)
