@@ -17,7 +17,8 @@ import typing
 from pathlib import Path
 from typing import Any
 
-ALGORITHMS = ("ppo", "a2c", "bc", "il-interactive")
+BIB_LEARNERS = ("bib-atc", "bib-bc-mlp", "bib-bc-rnn", "bib-video-rnn")
+ALGORITHMS = ("ppo", "a2c", "bc", "il-interactive", *BIB_LEARNERS)
 
 
 def _convert(name: str, hint: Any, text: str) -> Any:
@@ -68,6 +69,8 @@ def cmd_train(args) -> int:
 
     if args.algo in ("bc", "il-interactive"):
         return _train_imitation(args)
+    if args.algo in BIB_LEARNERS:
+        return _train_bib(args)
     base = dict(env_id=args.env, preset=args.preset)
     if args.num_envs is not None:
         base["num_envs"] = args.num_envs
@@ -109,6 +112,19 @@ def cmd_train(args) -> int:
         return 2
     print(json.dumps(summary, indent=1))
     print(run_line(summary, config.preset, Path(args.out)))
+    return 0
+
+
+def _train_bib(args) -> int:
+    from jaxsoc.learners.bib import commands as bib
+
+    try:
+        summary = bib.train_command(args, parse_overrides(bib.config_type(args.algo), args.set))
+    except (TypeError, ValueError) as error:
+        print(f"jaxsoc train: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=1))
+    print(bib.run_line(summary, Path(args.out)))
     return 0
 
 
@@ -325,6 +341,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--num-envs", type=int, help="parallel worlds (RL)")
     train.add_argument("--demos", help="demonstration dataset directory (bc)")
     train.add_argument("--seed", type=int, default=0)
+    bib = train.add_argument_group("BIB learners (bib-*)")
+    bib.add_argument("--data", help="a background dataset root written by jaxsoc bib data (else generated)")
+    bib.add_argument("--episodes", type=float, help="generated background episodes (default the paper's 28,000)")
+    bib.add_argument("--data-seed", type=int, default=0, help="seed of the generated background set")
+    bib.add_argument("--seeds", type=int, default=1, help="seeds trained together (vmapped)")
+    bib.add_argument("--encoder", help="a bib-atc run whose encoder the observers start from")
+    bib.add_argument("--epochs", type=int, help="epochs (default the config's)")
     train.add_argument(
         "--set",
         action="append",

@@ -237,18 +237,29 @@ def _columns(results: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, 
     return {**_percentages(results), **{f"{model} (paper)": PAPER_TABLE1[model] for model in PAPER_MODELS}}
 
 
-def format_table(results: Mapping[str, Mapping[str, float]]) -> str:
+def format_table(
+    results: Mapping[str, Mapping[str, float]], errors: Mapping[str, Mapping[str, float]] | None = None
+) -> str:
     """Returns a markdown table of VOE accuracies (%): one row per evaluation type and average, in the order
     and with the names of the paper's Table 1, and one column per model of ``results`` (model -> type ->
     fraction 0..1; missing entries show as ``–``; averages computed where all parts are given) followed by the
-    paper's BC-MLP, BC-RNN and Video-RNN."""
+    paper's BC-MLP, BC-RNN and Video-RNN. ``errors`` (model -> type -> fraction, e.g. standard errors over
+    seeds) are shown as ``mean ± error``."""
     columns = _columns(results)
+    errors = errors or {}
     lines = [
         "| BIB evaluation | " + " | ".join(columns) + " |",
         "|---|" + "---:|" * len(columns),
     ]
+
+    def cell(model: str, col: Mapping[str, float], row: str) -> str:
+        if row not in col:
+            return "–"
+        error = errors.get(model, {}).get(row)
+        return f"{col[row]:.1f}" if error is None else f"{col[row]:.1f} ± {100.0 * error:.1f}"
+
     for row, label in ROWS.items():
-        cells = [f"{col[row]:.1f}" if row in col else "–" for col in columns.values()]
+        cells = [cell(model, col, row) for model, col in columns.items()]
         label = f"**{label}**" if row in AVERAGES else label
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -5,6 +5,7 @@ jaxsoc bib render --json run/evaluation/preference/preference_000000e.json --out
 jaxsoc bib data --split background --out bib                      # BIB's JSON layout + videos, resumable
 jaxsoc bib eval --pairs 1000 --out results/bib                    # the reference observers' VOE table
 jaxsoc bib eval --data bib --observer nearest_object              # score files on disk (e.g. BIB's own)
+jaxsoc bib eval runs/bc-mlp runs/video --pairs 1000 --out results  # trained observers (jaxsoc train bib-*)
 """
 
 from __future__ import annotations
@@ -80,6 +81,10 @@ def cmd_eval(args) -> int:
     from jaxsoc.envs.bib import OBSERVERS, tasks
     from jaxsoc.learners import voe
 
+    if args.run:
+        from jaxsoc.learners.bib.commands import eval_runs
+
+        return eval_runs(args)
     names = list(OBSERVERS) if args.observer == "all" else [args.observer]
     types = args.types or list(tasks.EVALUATION)
     for name in types:
@@ -172,14 +177,18 @@ def add_parser(sub) -> None:
     sizes(data)
     data.set_defaults(func=_clear_errors(cmd_data))
 
-    evaluate = verbs.add_parser("eval", help="VOE accuracy of the reference observers, next to the paper's Table 1")
+    evaluate = verbs.add_parser(
+        "eval", help="VOE accuracy of trained observers (RUN ...) or the reference ones, next to the paper's Table 1"
+    )
+    evaluate.add_argument("run", nargs="*", help="runs of jaxsoc train bib-bc-mlp|bib-bc-rnn|bib-video-rnn")
+    evaluate.add_argument("--no-reference", action="store_true", help="with runs: leave out the reference observers")
     evaluate.add_argument("--observer", choices=["all", *OBSERVERS], default="all")
     evaluate.add_argument("--data", help="a dataset root with evaluation/<type>/ files (generated or BIB's own)")
     evaluate.add_argument("--pairs", type=int, default=1000, help="generated pairs per type (without --data)")
     evaluate.add_argument("--types", nargs="+", help="evaluation types (default: all nine)")
     evaluate.add_argument("--reduce", choices=["max", "mean"], default="max")
     evaluate.add_argument("--seed", type=int, default=0)
-    evaluate.add_argument("--batch", type=int, default=256)
+    evaluate.add_argument("--batch", type=int, default=256, help="pairs scored at once (runs: use ~64)")
     evaluate.add_argument("--out", help="directory for bib_observers.{json,md,png}")
     evaluate.set_defaults(func=_clear_errors(cmd_eval), compact=True)
 

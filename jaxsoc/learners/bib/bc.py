@@ -1,0 +1,189 @@
+"""BC-MLP and BC-RNN: BIB's behaviour-cloning observers (``bib-baselines`` ``tom/models.py``).
+
+Both predict the agent's action at a frame of the test trial from that frame and a context summarising the 8
+familiarisation trials, and are trained by the mean squared error of the ``tanh`` output against BIB's action
+label (``data.step_actions``) at a random step of each background episode's test trial:
+
+- **BC-MLP**: the context is ``context_pairs`` (30) random (frame, action) pairs of the familiarisation
+  trials (drawn without replacement), each through an MLP, mean-pooled;
+- **BC-RNN**: each familiarisation trial's first ``max_steps`` (30) (frame, action) pairs through a 2-layer
+  bidirectional LSTM, the output at its last step, mean over trials.
+
+The frames go through the ATC encoder (``atc``), loaded from a pretraining run and fine-tuned with the rest,
+as in the baselines. With ``finetune_encoder=False`` the encoder stays as loaded and its latents of every
+training frame are computed once (``prepare``), which makes a CPU run affordable.
+
+As an observer, the surprise of test step ``k`` is the squared error of the predicted action against the
+observed one (mean over the two axes), over the real steps; the context pairs of BC-MLP are drawn with a fixed
+key, so a pair's two episodes, whose familiarisation trials are the same, get the same context.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from jaxsoc.envs.bib import world as W
+from jaxsoc.learners.bib import data as D
+from jaxsoc.learners.bib.learner import CommonConfig, Learner, masked_mean, to_float
+from jaxsoc.learners.networks.bib import BCMLP, BCRNN, ATCEncoder
+
+MODELS = ("mlp", "rnn")
+CONTEXT_KEY = 0  # the fixed key of the evaluation contexts
+
+
+@dataclasses.dataclass(frozen=True)
+class BCConfig(CommonConfig):
+    """The BC recipe (BIB's values: batch 32, Adam 1e-4, clip 10, SWA, dropout 0.2, 30 context pairs or
+    steps). ``model`` is ``"mlp"`` or ``"rnn"``."""
+
+    model: str = "mlp"
+    latent: int = 128
+    context_pairs: int = 30
+    max_steps: int = 30
+    dropout: float = 0.2
+    finetune_encoder: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.model not in MODELS:
+            raise ValueError(f"BCConfig.model must be one of {MODELS}, got {self.model!r}")
+        if self.context_pairs < 1 or self.max_steps < 1:
+            raise ValueError("BCConfig.context_pairs and max_steps must be positive")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"BCConfig.dropout must be in [0, 1), got {self.dropout}")
+
+
+def context_picks(key: jax.Array, valid: jax.Array, count: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Draws ``count`` distinct real steps of the familiarisation trials of each episode.
+
+    ``valid`` is ``bool[B, 8, M]``. Returns ``(trial, step, mask)``, ``int32[B, count]`` twice and
+    ``bool[B, count]`` (False where an episode has fewer than ``count`` real steps)."""
+    batch, trials, steps = valid.shape
+    noise = jnp.where(valid, jax.random.uniform(key, valid.shape), -1.0).reshape(batch, trials * steps)
+    top, index = jax.lax.top_k(noise, min(count, trials * steps))
+    return (index // steps).astype(jnp.int32), (index % steps).astype(jnp.int32), top >= 0.0
+
+
+class BCLearner(Learner):
+    """BC-MLP / BC-RNN (module docstring). ``params`` holds ``encoder`` (``ATCEncoder``) and ``head``."""
+
+    def __init__(self, config: BCConfig, encoder_params=None) -> None:
+        super().__init__(config)
+        self.kind = f"bib-bc-{config.model}"
+        self.frozen_encoder = not config.finetune_encoder
+        self.encoder_params = encoder_params
+        self.encoder = ATCEncoder(latent=config.latent)
+        self.head = BCMLP(dropout=config.dropout) if config.model == "mlp" else BCRNN(dropout=config.dropout)
+
+    # ------------------------------------------------------------------------------------------------ set-up
+
+    def init_params(self, key: jax.Array) -> dict:
+        k_enc, k_head = jax.random.split(key)
+        frame = jnp.zeros((1, D.FRAME_SIZE, D.FRAME_SIZE, 3))
+        encoder = self.encoder_params if self.encoder_params is not None else self.encoder.init(k_enc, frame)["params"]
+        return {"encoder": encoder, "head": self.head.init(k_head, *self._dummy())["params"]}
+
+    def _dummy(self):
+        cfg, latent = self.config, jnp.zeros((1, self.config.latent))
+        if cfg.model == "mlp":
+            k = cfg.context_pairs
+            return jnp.zeros((1, k, cfg.latent)), jnp.zeros((1, k, 2)), jnp.ones((1, k), bool), latent
+        n, steps = D.FAMILIARISATION, cfg.max_steps
+        return jnp.zeros((1, n, steps, cfg.latent)), jnp.zeros((1, n, steps, 2)), jnp.ones((1, n), jnp.int32), latent
+
+    def prepare(self, episodes: W.Episode) -> dict:
+        """``{"episodes": ...}``, plus ``"latents"`` ``float32[N, 9, M + 1, latent]`` of every frame when the
+        encoder is frozen (computed in chunks of 64 episodes)."""
+        arrays = {"episodes": episodes}
+        if self.frozen_encoder:
+            arrays["latents"] = encode_all(self.encoder, self.encoder_params, episodes)
+        return arrays
+
+    # ------------------------------------------------------------------------------------------------ states
+
+    def _encode(self, params, frames):
+        return self.encoder.apply({"params": params["encoder"]}, to_float(frames))
+
+    def _states_at(self, params, batch, trial, step):
+        """Latents ``[B, K, latent]`` of the frames ``(trial, step)`` (``int[B, K]``) of the batch."""
+        if "latents" in batch:
+            rows = jnp.arange(trial.shape[0])[:, None]
+            return batch["latents"][rows, trial, step]
+        return self._encode(params, D.frames_at(batch["episodes"], trial, step))
+
+    def _trial_states(self, params, batch, steps: int):
+        """Latents ``[B, 8, steps, latent]`` of the familiarisation trials' first ``steps`` frames."""
+        if "latents" in batch:
+            return batch["latents"][:, : D.FAMILIARISATION, :steps]
+        frames = D.trial_frames(batch["episodes"], tuple(range(D.FAMILIARISATION)), steps)
+        return self._encode(params, frames)
+
+    def _context(self, params, key, batch):
+        """The head's context ``[B, C]`` of the batch's familiarisation trials."""
+        cfg, episodes = self.config, batch["episodes"]
+        actions = D.step_actions(episodes)[:, : D.FAMILIARISATION]
+        valid = D.step_valid(episodes)[:, : D.FAMILIARISATION]
+        head = {"params": params["head"]}
+        if cfg.model == "mlp":
+            trial, step, mask = context_picks(key, valid, cfg.context_pairs)
+            states = self._states_at(params, batch, trial, step)
+            picked = actions[jnp.arange(trial.shape[0])[:, None], trial, step]
+            return self.head.apply(head, states, picked, mask, method=BCMLP.context)
+        steps = min(cfg.max_steps, episodes.max_moves)
+        states = self._trial_states(params, batch, steps)
+        lengths = jnp.minimum(episodes.moves[:, : D.FAMILIARISATION], steps).astype(jnp.int32)
+        return self.head.apply(head, states, actions[:, :, :steps], lengths, method=BCRNN.context)
+
+    def _act(self, params, context, query, train: bool, key):
+        rngs = {"dropout": key} if train else {}
+        return self.head.apply({"params": params["head"]}, context, query, train, method="act", rngs=rngs)
+
+    # ------------------------------------------------------------------------------------------------ loss
+
+    def loss(self, params, target, key, batch, train):
+        k_context, k_query, k_drop = jax.random.split(key, 3)
+        episodes = batch["episodes"]
+        valid = D.step_valid(episodes)[:, W.TEST]
+        step = D.random_step(k_query, valid)
+        rows = jnp.arange(step.shape[0])
+        test = jnp.full_like(step, W.TEST)
+        query = self._states_at(params, batch, test[:, None], step[:, None])[:, 0]
+        context = self._context(params, k_context, batch)
+        predicted = self._act(params, context, query, train, k_drop)
+        target_action = D.step_actions(episodes)[rows, W.TEST, step]
+        loss = masked_mean(jnp.mean((predicted - target_action) ** 2, axis=-1), valid[rows, step])
+        return loss, {"loss": loss}
+
+    def surprise(self, params, episodes: W.Episode):
+        """``(float32[B, M], bool[B, M])``: the squared action error at every test step, and the real steps."""
+        batch = {"episodes": episodes}
+        context = self._context(params, jax.random.key(CONTEXT_KEY), batch)
+        steps = episodes.max_moves
+        frames = D.trial_frames(episodes, (W.TEST,), steps)[:, 0]  # [B, M, 84, 84, 3]
+        states = self._encode(params, frames)
+        tiled = jnp.repeat(context[:, None], steps, axis=1)
+        flat = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
+        predicted = self._act(params, flat(tiled), flat(states), False, None).reshape(-1, steps, 2)
+        observed = D.step_actions(episodes)[:, W.TEST]
+        return jnp.mean((predicted - observed) ** 2, axis=-1), D.step_valid(episodes)[:, W.TEST]
+
+
+def encode_all(encoder: ATCEncoder, params, episodes: W.Episode, chunk: int = 64) -> jax.Array:
+    """Returns ``float32[N, 9, M + 1, latent]``: the encoder's latents of every frame of ``episodes`` ``[N, 9]``
+    (``params`` the encoder's own), computed ``chunk`` episodes at a time."""
+    steps = episodes.max_moves + 1
+
+    @jax.jit
+    def encode(part):
+        frames = D.trial_frames(part, tuple(range(W.NUM_TRIALS)), steps)
+        return encoder.apply({"params": params}, to_float(frames))
+
+    n = D.num_episodes(episodes)
+    chunk, out = min(chunk, n), []
+    for start in range(0, n, chunk):
+        rows = jnp.minimum(jnp.arange(start, start + chunk), n - 1)
+        out.append(encode(jax.tree.map(lambda x, rows=rows: x[rows], episodes))[: n - start])
+    return jnp.concatenate(out)

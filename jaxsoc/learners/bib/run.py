@@ -1,0 +1,397 @@
+"""Training runs of BIB's learners: ``jaxsoc train bib-atc|bib-bc-mlp|bib-bc-rnn|bib-video-rnn``.
+
+``train(kind, config, out, ...)`` trains ``seeds`` independent copies of a learner in one program (the state
+``vmap`` ped over seeds, each seed with its own initialisation and data order) on the background set, 80% to
+train and 20% to validate (``data``), generated on the device or read from files. One epoch is one jitted
+``lax.scan`` over its optimiser steps: every step gathers a batch of episodes from the arrays on the device,
+renders the frames it needs and updates. After each epoch the validation loss is computed (a fixed key, so
+epochs are comparable), a row goes to ``metrics.csv`` and a checkpoint (orbax) is saved; ``--resume``
+continues from the newest one and gives the same result as an uninterrupted run, since each epoch's keys
+are ``fold_in(key(seed + s), epoch)``.
+
+A run directory holds ``run.json`` (kind, config, data and seeds), ``metrics.csv``/``metrics.json``,
+``curves.png`` (train and validation loss) and ``checkpoints/``. ``load(run)`` returns its learner and
+states; ``evaluate(run, pairs)`` its VOE accuracies per seed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from tqdm.auto import tqdm
+
+from jaxsoc.learners import voe
+from jaxsoc.learners.bib import data as D
+from jaxsoc.learners.bib.atc import ATCConfig, ATCLearner
+from jaxsoc.learners.bib.bc import BCConfig, BCLearner
+from jaxsoc.learners.bib.learner import Learner
+from jaxsoc.learners.bib.video import VideoConfig, VideoLearner
+from jaxsoc.learners.checkpoint import Checkpointer
+from jaxsoc.learners.run_log import MetricsLog
+
+RUN_JSON = "run.json"
+CHECKPOINTS = "checkpoints"
+#: kind -> (config class, fields fixed by the kind)
+KINDS: dict[str, tuple[type, dict[str, Any]]] = {
+    "bib-atc": (ATCConfig, {}),
+    "bib-bc-mlp": (BCConfig, {"model": "mlp"}),
+    "bib-bc-rnn": (BCConfig, {"model": "rnn"}),
+    "bib-video-rnn": (VideoConfig, {}),
+}
+#: the paper's names of the observers, for tables
+PAPER_NAMES = {"bib-bc-mlp": "BC-MLP", "bib-bc-rnn": "BC-RNN", "bib-video-rnn": "Video-RNN"}
+VALIDATION_KEY = 10**6  # folded into a seed's key for its validation batches
+
+
+def make_config(kind: str, **fields: Any):
+    """Returns the config of ``kind`` with ``fields`` (``ValueError`` for an unknown kind or field)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown BIB learner {kind!r}; one of {', '.join(KINDS)}")
+    config_type, fixed = KINDS[kind]
+    clash = {name for name in fields if name in fixed and fields[name] != fixed[name]}
+    if clash:
+        raise ValueError(f"{kind} fixes {', '.join(sorted(clash))}")
+    try:
+        return config_type(**{**fields, **fixed})
+    except TypeError as error:
+        raise ValueError(f"bad {config_type.__name__} field: {error}") from None
+
+
+def make_learner(kind: str, config, encoder_params=None) -> Learner:
+    """Returns the learner of ``kind`` (``encoder_params``: a pretrained ATC encoder for the observers)."""
+    if kind == "bib-atc":
+        if encoder_params is not None:
+            raise ValueError("bib-atc trains its own encoder; it takes no --encoder")
+        return ATCLearner(config)
+    if getattr(config, "finetune_encoder", True) is False and encoder_params is None:
+        raise ValueError(f"{kind} with finetune_encoder=false needs a pretrained encoder (--encoder ATC_RUN)")
+    learner_type = VideoLearner if kind == "bib-video-rnn" else BCLearner
+    return learner_type(config, encoder_params)
+
+
+def _config_from(kind: str, saved: dict[str, Any]):
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()}
+    return make_config(kind, **{k: v for k, v in fields.items() if k not in KINDS[kind][1]})
+
+
+# ---------------------------------------------------------------------------------------------------- epochs
+
+
+class Epochs:
+    """Runs the epochs and validations of all seeds of a run (module docstring).
+
+    An epoch of a seed is ``steps = ceil(num_train * repeats / batch)`` optimiser steps over batches of
+    successive permutations of the training rows, then the SWA update; a validation is the mean loss over
+    ``ceil(num_val / val_batch)`` batches of the validation rows (the last wraps around) in evaluation mode.
+    ``fused`` (default: on an accelerator) runs an epoch of every seed as one program, ``vmap`` over seeds and
+    ``lax.scan`` over steps; otherwise one jitted step is called from Python for each seed and step, the same
+    computation: XLA:CPU runs a convolution inside a loop about 15 times slower than outside one, and a
+    ``vmap`` over convolution kernels becomes a grouped convolution, slower still.
+    """
+
+    def __init__(self, learner: Learner, num_train: int, num_val: int, batch: int, val_batch: int, fused=None):
+        self.learner, self.num_train, self.batch = learner, num_train, batch
+        self.steps = math.ceil(num_train * learner.repeats() / batch)
+        self.rounds = math.ceil(self.steps * batch / num_train)
+        count = math.ceil(num_val / val_batch)
+        self.val_rows = (jnp.arange(count * val_batch) % num_val).reshape(count, val_batch)
+        self.fused = jax.default_backend() != "cpu" if fused is None else fused
+        self._order = jax.jit(jax.vmap(self.order))
+        if self.fused:
+            self._epoch = jax.jit(jax.vmap(self._scan_epoch, in_axes=(0, 0, 0, None, None)))
+            self._validate = jax.jit(jax.vmap(self._scan_validation, in_axes=(0, 0, None)))
+        else:
+            self._step = jax.jit(lambda state, key, rows, arrays: learner.update(state, key, D.take(arrays, rows)))
+            self._end = jax.jit(learner.end_epoch)
+            self._loss = jax.jit(self._batch_loss)
+
+    def order(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Returns one seed's epoch plan: the rows of each step ``int32[steps, batch]`` and its keys ``[steps]``."""
+        k_order, k_steps = jax.random.split(key)
+        perms = [jax.random.permutation(jax.random.fold_in(k_order, r), self.num_train) for r in range(self.rounds)]
+        rows = jnp.concatenate(perms)[: self.steps * self.batch].reshape(self.steps, self.batch)
+        return rows, jax.random.split(k_steps, self.steps)
+
+    def _scan_epoch(self, state, rows, keys, arrays, index):
+        def step(state, inputs):
+            return self.learner.update(state, inputs[1], D.take(arrays, inputs[0]))
+
+        state, metrics = jax.lax.scan(step, state, (rows, keys))
+        return self.learner.end_epoch(state, index), jax.tree.map(jnp.mean, metrics)
+
+    def _batch_loss(self, state, key, rows, arrays):
+        return self.learner.loss(state.params, state.target, key, D.take(arrays, rows), False)[0]
+
+    def _scan_validation(self, state, key, arrays):
+        keys = jax.random.split(key, len(self.val_rows))
+        _, losses = jax.lax.scan(
+            lambda _, x: (None, self._batch_loss(state, x[1], x[0], arrays)), None, (self.val_rows, keys)
+        )
+        return jnp.mean(losses)
+
+    def epoch(self, states, keys: jax.Array, arrays, index: int):
+        """Returns ``(states, metrics)`` after epoch ``index`` (0-based) of every seed; ``metrics`` maps names to
+        ``[seeds]`` means over the epoch's steps."""
+        rows, step_keys = self._order(keys)
+        if self.fused:
+            return self._epoch(states, rows, step_keys, arrays, jnp.int32(index))
+        out, metrics = [], []
+        for s in range(len(keys)):
+            state, seen = _row(states, s), []
+            for i in range(self.steps):
+                state, m = self._step(state, step_keys[s, i], rows[s, i], arrays)
+                seen.append(m)
+            out.append(self._end(state, jnp.int32(index)))
+            metrics.append(jax.tree.map(lambda *x: jnp.mean(jnp.stack(x)), *seen))
+        return _stack(out), _stack(metrics)
+
+    def validate(self, states, keys: jax.Array, arrays) -> np.ndarray:
+        """Returns ``float32[seeds]``: every seed's validation loss."""
+        if self.fused:
+            return np.asarray(self._validate(states, keys, arrays))
+        losses = []
+        for s in range(len(keys)):
+            state, batch_keys = _row(states, s), jax.random.split(keys[s], len(self.val_rows))
+            losses.append(np.mean([float(self._loss(state, k, r, arrays)) for k, r in zip(batch_keys, self.val_rows)]))
+        return np.asarray(losses, np.float32)
+
+
+def _row(tree, index: int):
+    return jax.tree.map(lambda x: x[index], tree)
+
+
+def _stack(trees: list):
+    return jax.tree.map(lambda *x: jnp.stack(x), *trees)
+
+
+def _checkpointer(run_dir: Path, kind: str, config, options: dict[str, Any]) -> Checkpointer:
+    """The run's checkpoints; a restore checks the kind, config and ``options`` (seeds, data, encoder)."""
+    return Checkpointer(run_dir / CHECKPOINTS, {"kind": kind, "config": config.to_dict(), "model_config": options})
+
+
+def _seed_keys(seed: int, seeds: int) -> jax.Array:
+    return jnp.stack([jax.random.key(seed + s) for s in range(seeds)])
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value, indent=1, default=str) + "\n")
+    tmp.replace(path)
+
+
+def load_data(data, episodes: int | None, data_seed: int):
+    """Returns ``(train, validation, description)``: the background set from files under ``data`` (a path),
+    given (``data`` a ``(train, validation)`` pair of ``Episode`` s ``[N, 9]``, put in ``data.LEARNER_PARAMS``'
+    timing), or generated (``episodes`` in all, default the paper's 28,000; ``data_seed``)."""
+    if isinstance(data, tuple):
+        train, validation = (D.compact(part) for part in data)
+        return train, validation, {"given": [D.num_episodes(train), D.num_episodes(validation)]}
+    if data is not None:
+        train, validation = D.background_from_files(data)
+        return train, validation, {"files": str(Path(data).absolute())}
+    train, validation = D.background(seed=data_seed, episodes=episodes)
+    return train, validation, {"generated": episodes or sum(D.PAPER_BACKGROUND.values()), "seed": data_seed}
+
+
+def encoder_from(run: str | Path) -> Any:
+    """Returns the encoder parameters of an ATC run's seed 0 (its SWA mean when the run uses SWA).
+
+    Raises:
+        ValueError: ``run`` is not a finished ``bib-atc`` run.
+    """
+    learner, states, info = load(run)
+    if info["kind"] != "bib-atc":
+        raise ValueError(f"{run} is a {info['kind']} run; --encoder takes a bib-atc run")
+    return jax.tree.map(lambda x: x[0], learner.final_params(states))["encoder"]
+
+
+def train(
+    kind: str,
+    config,
+    out: str | Path,
+    *,
+    data: str | Path | None = None,
+    episodes: int | None = None,
+    data_seed: int = 0,
+    seeds: int = 1,
+    seed: int = 0,
+    encoder: str | Path | None = None,
+    resume: bool = False,
+    stop_after: int | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Trains ``seeds`` copies of the ``kind`` learner (module docstring) into ``out``.
+
+    Args:
+        kind, config: the learner (``KINDS``) and its config (``make_config``).
+        data: a background dataset root (``jaxsoc bib data``, or BIB's files), or a ``(train,
+            validation)`` pair of ``Episode`` s; without it ``episodes`` background episodes are generated
+            with ``data_seed``.
+        seeds, seed: seeds ``seed .. seed + seeds - 1`` are trained together.
+        encoder: an ATC run whose encoder the observers start from (else a random one).
+        resume: continue from the newest checkpoint in ``out`` (same kind, config, data and seeds).
+        stop_after: stop after this many epochs in all (an interruption, for tests); a later ``resume``
+            finishes the run.
+        progress: show a progress bar over epochs.
+
+    Returns:
+        The summary (also in ``metrics.json``): final train and validation losses (means over seeds and per
+        seed), epochs, optimiser steps, wall time and device.
+
+    Raises:
+        ValueError: bad arguments, a run directory holding another run, or an incompatible checkpoint.
+    """
+    start = time.perf_counter()
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    out = Path(out)
+    encoder_params = encoder_from(encoder) if encoder is not None else None
+    learner = make_learner(kind, config, encoder_params)
+    train_eps, val_eps, source = load_data(data, episodes, data_seed)
+    n_train, n_val = D.num_episodes(train_eps), D.num_episodes(val_eps)
+    batch = min(config.batch_size, n_train)
+    epochs = Epochs(learner, n_train, n_val, batch, min(config.batch_size, n_val))
+    steps = epochs.steps
+    options = {
+        "seeds": seeds,
+        "seed": seed,
+        "data": source,
+        "encoder": None if encoder is None else str(Path(encoder).absolute()),
+    }
+    info = {"kind": kind, "config": config.to_dict(), **options}
+    derived = {"train_episodes": n_train, "validation_episodes": n_val, "batch": batch, "steps_per_epoch": steps}
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / RUN_JSON).exists() and not resume:
+        raise ValueError(f"{out} already holds a run; pass resume to continue it or choose another directory")
+
+    train_arrays, val_arrays = learner.prepare(train_eps), learner.prepare(val_eps)
+    keys = _seed_keys(seed, seeds)
+    states = jax.jit(jax.vmap(learner.init))(keys)
+    checkpointer = _checkpointer(out, kind, config, options)
+    log = MetricsLog(out)
+    first = 0
+    if resume and checkpointer.latest_step() is not None:
+        first = checkpointer.check_meta()
+        states = checkpointer.restore(states, first)
+        log.truncate("epoch", first)
+    elif resume:
+        log.truncate("epoch", 0)
+    _write_json(out / RUN_JSON, {**info, "derived": derived})
+
+    val_keys = jax.vmap(lambda k: jax.random.fold_in(k, VALIDATION_KEY))(keys)
+    last = config.epochs if stop_after is None else min(config.epochs, stop_after)
+    bar = tqdm(total=config.epochs, initial=first, unit="epoch", desc=kind, disable=not progress)
+    with bar:
+        for epoch in range(first, last):
+            epoch_keys = jax.vmap(lambda k, e=epoch: jax.random.fold_in(k, e))(keys)
+            states, metrics = epochs.epoch(states, epoch_keys, train_arrays, epoch)
+            val_loss = epochs.validate(states, val_keys, val_arrays)
+            metrics = jax.device_get(metrics)
+            row = {"epoch": epoch + 1, "steps": (epoch + 1) * steps}
+            row.update({f"train_{name}": float(np.mean(value)) for name, value in metrics.items()})
+            row["val_loss"] = float(np.mean(val_loss))
+            row.update({f"val_loss_seed{s}": float(v) for s, v in enumerate(val_loss)})
+            row["wall_s"] = time.perf_counter() - start
+            log.append([row])
+            checkpointer.save(epoch + 1, states)
+            bar.update(1)
+            bar.set_postfix(train=f"{row['train_loss']:.4f}", val=f"{row['val_loss']:.4f}")
+    checkpointer.close()
+    final = log.rows[-1] if log.rows else {}
+    summary = {
+        "title": f"{kind}, {seeds} seed(s), {n_train} training episodes",
+        "kind": kind,
+        "seeds": seeds,
+        "epochs_done": int(final.get("epoch", 0)),
+        "epochs": config.epochs,
+        "steps": int(final.get("steps", 0)),
+        "train_loss": final.get("train_loss"),
+        "val_loss": final.get("val_loss"),
+        "val_loss_per_seed": [final.get(f"val_loss_seed{s}") for s in range(seeds)],
+        "wall_s": time.perf_counter() - start,
+        "device": jax.devices()[0].device_kind,
+        "checkpoint": str(out / CHECKPOINTS),
+        **derived,
+    }
+    log.finish(summary, x="epoch", curves=("train_loss", "val_loss"))
+    return summary
+
+
+def load(run: str | Path) -> tuple[Learner, Any, dict[str, Any]]:
+    """Returns ``(learner, states, info)`` of a run directory: its learner, the newest checkpoint's states
+    (seeds on the leading axis) and ``run.json``.
+
+    Raises:
+        ValueError: not a BIB run directory, no checkpoint, or a checkpoint that does not match the run.
+    """
+    path = Path(run) / RUN_JSON
+    if not path.exists():
+        raise ValueError(f"{run} is not a BIB training run (no {RUN_JSON})")
+    info = json.loads(path.read_text())
+    kind = info["kind"]
+    config = _config_from(kind, info["config"])
+    learner = make_learner(kind, config) if kind == "bib-atc" else _observer(kind, config)
+    template = jax.eval_shape(jax.vmap(learner.init), _seed_keys(info["seed"], info["seeds"]))
+    template = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), template)
+    options = {name: info[name] for name in ("seeds", "seed", "data", "encoder")}
+    checkpointer = _checkpointer(Path(run), kind, config, options)
+    try:
+        states = checkpointer.restore(template)
+    except FileNotFoundError as error:
+        raise ValueError(f"{run} has no checkpoint yet") from error
+    finally:
+        checkpointer.close()
+    return learner, states, info
+
+
+def _observer(kind: str, config) -> Learner:
+    """An observer learner for restoring a run: its encoder comes from the checkpoint, not from ``--encoder``."""
+    learner_type = VideoLearner if kind == "bib-video-rnn" else BCLearner
+    learner = learner_type(config)
+    learner.frozen_encoder = False  # restoring only: no features are cached
+    return learner
+
+
+def evaluate(run: str | Path, pairs: dict[str, Any], reduce: str = "max", batch: int = 64) -> dict[str, Any]:
+    """VOE accuracies of every seed of an observer run on ``pairs`` (``{type: Episode [N, 2, 9]}`` in
+    ``data.LEARNER_PARAMS``' timing).
+
+    Returns ``{"per_seed": [{type: accuracy}], "mean": {...}, "se": {...}}`` (fractions; averages
+    included; ``se`` the standard error over seeds, 0 for one seed).
+
+    Raises:
+        ValueError: an ATC run (it has no surprise) or bad pairs.
+    """
+    learner, states, info = load(run)
+    if learner.surprise is None:
+        raise ValueError(f"{run} is a {info['kind']} run, which is not an observer; evaluate a bc or video run")
+    params = learner.final_params(states)
+
+    one = jax.jit(lambda p, episodes: voe.episode_scores(*learner.surprise(p, episodes), reduce))
+    if jax.default_backend() != "cpu":
+        all_seeds = jax.jit(jax.vmap(one, in_axes=(0, None)))
+        score = lambda episodes: all_seeds(params, episodes).T  # noqa: E731  [B, seeds]
+    else:  # one seed at a time (see Epochs)
+        score = lambda episodes: jnp.stack([one(_row(params, s), episodes) for s in range(info["seeds"])], 1)  # noqa: E731
+
+    per_seed = [{} for _ in range(info["seeds"])]
+    for name, episodes in pairs.items():
+        scores = voe.pair_scores(score, episodes, batch)  # [N, seeds, 2]
+        for s, acc in enumerate(per_seed):
+            acc[name] = voe.pair_accuracy(scores[:, s, 0], scores[:, s, 1])
+    per_seed = [{**acc, **voe.averages(acc)} for acc in per_seed]
+    names = list(per_seed[0])
+    table = np.array([[acc[name] for name in names] for acc in per_seed])
+    se = table.std(axis=0, ddof=1) / np.sqrt(len(table)) if len(table) > 1 else np.zeros(len(names))
+    return {
+        "per_seed": per_seed,
+        "mean": dict(zip(names, table.mean(axis=0).tolist())),
+        "se": dict(zip(names, se.tolist())),
+    }

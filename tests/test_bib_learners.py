@@ -1,0 +1,251 @@
+"""BIB's learned observers: BIB's preprocessing, ATC, BC-MLP/BC-RNN, Video-RNN, runs, resume and evaluation.
+
+Toy sizes on the CPU: episodes come from the generators the task tests compile (16 per task, compact timing);
+the overfitting tests freeze a random encoder so that only the heads train (the run test fine-tunes nothing
+either; a fine-tuned step is checked to move the encoder).
+"""
+
+import contextlib
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxsoc.cli import main
+from jaxsoc.envs.bib import tasks
+from jaxsoc.envs.bib import world as W
+from jaxsoc.envs.bib.render import render
+from jaxsoc.learners.bib import data as D
+from jaxsoc.learners.bib import run
+from jaxsoc.learners.bib.atc import ATCConfig, ATCLearner, random_shift
+from jaxsoc.learners.bib.bc import BCConfig, BCLearner, context_picks
+from jaxsoc.learners.bib.video import VideoConfig, VideoLearner
+from jaxsoc.learners.networks.bib import ATCEncoder
+
+PARAMS = W.BIBParams.compact()
+
+
+@pytest.fixture(scope="module")
+def episodes():
+    """32 background episodes (16 single-object, 16 instrumental), compact timing."""
+    parts = [
+        tasks.generate_batch("background", t, jax.random.key(7), 16, PARAMS)
+        for t in ("single_object", "instrumental_action")
+    ]
+    return jax.tree.map(lambda *x: jnp.concatenate(x), *parts)
+
+
+@contextlib.contextmanager
+def optimized():
+    """Compiles with XLA's optimisations on (conftest turns most off, to save compile time): the learning tests
+    run hundreds of small steps, whose run time then dominates."""
+    before = jax.config.read("jax_disable_most_optimizations")
+    jax.config.update("jax_disable_most_optimizations", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", before)
+
+
+@pytest.fixture(scope="module")
+def encoder_params():
+    frame = jnp.zeros((1, D.FRAME_SIZE, D.FRAME_SIZE, 3))
+    return ATCEncoder().init(jax.random.key(3), frame)["params"]
+
+
+def _fit(learner, arrays, steps: int, seed: int = 0):
+    """Trains ``learner`` on the fixed batch ``arrays`` for ``steps`` steps (a Python loop over one jitted step:
+    XLA:CPU runs loop bodies slowly); returns the state and the per-step metrics."""
+    update = jax.jit(learner.update)
+    state, metrics = learner.init(jax.random.key(seed)), []
+    with optimized():
+        for key in jax.random.split(jax.random.key(seed + 1), steps):
+            state, m = update(state, key, arrays)
+            metrics.append(m)
+    return state, jax.tree.map(lambda *x: np.stack(x), *metrics)
+
+
+# ------------------------------------------------------------------------------------------------ preprocessing
+
+
+def test_frames_and_labels_are_bibs_subsampled_video(episodes):
+    """A frame of step k is frame 30 + 10 k of BIB's video (intro dropped, every 10th frame), and its label the
+    agent's pixel displacement over the next 10 frames, halved per frame and averaged: (dx, dy), y up."""
+    some = D.take(episodes, np.array([0, 20]))
+    video = W.with_frames(some, 10, 30, 83)  # BIB's timing, from the same paths
+    full = np.asarray(jax.jit(render, static_argnums=1)(video, 84))  # [2, 9, T, 84, 84, 3]
+    steps = jnp.array([[0, 1, 2, 3], [0, 2, 4, 5]])
+    trial = jnp.array([[0, 0, 8, 8], [3, 3, 8, 4]])
+    mine = np.asarray(D.frames_at(some, trial, steps))
+    for b in range(2):
+        for k in range(4):
+            assert np.array_equal(mine[b, k], full[b, trial[b, k], 30 + 10 * steps[b, k]])
+    xy_px = np.asarray(video.agent_xy) * W.CELL_PX  # (row, col) in pixels, per frame
+    per_frame = (xy_px[:, :, 31:, :] - xy_px[:, :, 30:-1, :]) / 2.0  # BIB: (pos[f+1] - pos[f]) / 2
+    labels = np.asarray(D.step_actions(some))
+    valid = np.asarray(D.step_valid(some))
+    for k in range(5):
+        mean = per_frame[:, :, 10 * k : 10 * k + 10].mean(axis=2)  # averaged over 10 frames
+        want = np.stack([mean[..., 1], -mean[..., 0]], axis=-1)
+        np.testing.assert_allclose(labels[:, :, k][valid[:, :, k]], want[valid[:, :, k]], atol=1e-6)
+    assert set(np.unique(labels)) <= {-1.0, 0.0, 1.0} and np.all(labels[~valid] == 0)
+
+
+def test_compact_cuts_and_pads_paths(episodes):
+    one = D.take(episodes, np.arange(2))
+    longest = int(np.max(one.moves))
+    cut = D.compact(one, max_moves=3)
+    assert cut.path.shape[-2] == 4 and int(np.max(cut.moves)) == min(3, longest)
+    assert np.array_equal(np.asarray(cut.path), np.asarray(one.path)[..., :4, :])
+    padded = D.compact(one, max_moves=40)
+    assert padded.path.shape[-2] == 41 and np.array_equal(np.asarray(padded.moves), np.asarray(one.moves))
+    assert np.all(np.asarray(padded.path)[..., 33:, :] == np.asarray(one.path)[..., -1:, :])
+
+
+def test_context_picks_distinct_real_steps():
+    valid = jnp.zeros((2, 8, 5), bool).at[0, 1, :3].set(True).at[0, 6, 4].set(True).at[1].set(True)
+    trial, step, mask = context_picks(jax.random.key(0), valid, 6)
+    assert mask[0].sum() == 4 and mask[1].all()
+    picked = {(int(t), int(s)) for t, s, m in zip(trial[0], step[0], mask[0]) if m}
+    assert picked == {(1, 0), (1, 1), (1, 2), (6, 4)}
+    assert len({(int(t), int(s)) for t, s in zip(trial[1], step[1])}) == 6
+
+
+def test_random_shift_moves_by_at_most_pad():
+    frames = jnp.arange(2 * 6 * 6 * 1, dtype=jnp.float32).reshape(2, 6, 6, 1)
+    shifted = random_shift(jax.random.key(0), frames, 1)
+    assert shifted.shape == frames.shape
+    inner = np.asarray(frames)[:, 1:-1, 1:-1]
+    for b in range(2):
+        hits = [np.array_equal(np.asarray(shifted)[b, 1 + dy : 5 + dy, 1 + dx : 5 + dx], inner[b])
+                for dy in (-1, 0, 1) for dx in (-1, 0, 1)]  # fmt: skip
+        assert any(hits)
+
+
+# ---------------------------------------------------------------------------------------------------- learning
+
+
+def test_atc_loss_decreases(episodes):
+    learner = ATCLearner(ATCConfig(batch_size=16, lr=1e-3))
+    batch = {"episodes": D.take(episodes, np.arange(0, 32, 2))}
+    state, metrics = _fit(learner, batch, 40)
+    losses = np.asarray(metrics["loss"])
+    assert losses[:5].mean() > np.log(16) - 0.3  # chance: the right positive among 16
+    assert losses[-5:].mean() < 0.6 * losses[:5].mean()
+    moved = jax.tree.map(lambda a, b: float(jnp.max(jnp.abs(a - b))), state.target, state.params["encoder"])
+    assert max(jax.tree.leaves(moved)) > 0  # the target trails the encoder (EMA)
+
+
+@pytest.mark.parametrize("model", ["mlp", "rnn"])
+def test_bc_overfits_a_handful_of_episodes(episodes, encoder_params, model):
+    """Three episodes, each 8 times per batch (so every step sees most of their test steps), heads only."""
+    config = BCConfig(model=model, batch_size=24, lr=1e-3, dropout=0.0, finetune_encoder=False, max_steps=12)
+    learner = BCLearner(config, encoder_params)
+    arrays = learner.prepare(D.take(episodes, np.tile(np.array([0, 5, 17]), 8)))
+    state, metrics = _fit(learner, arrays, 400)
+    losses = np.asarray(metrics["loss"])
+    surprise, mask = jax.jit(learner.surprise)(state.params, arrays["episodes"])
+    fitted = float(np.asarray(surprise)[np.asarray(mask)].mean())
+    assert losses[:10].mean() > 0.2 and fitted < 0.05, (losses[:10].mean(), fitted)
+    assert jax.tree.all(jax.tree.map(jnp.array_equal, state.params["encoder"], encoder_params))  # frozen
+
+
+def test_fine_tuning_moves_the_encoder(episodes, encoder_params):
+    learner = BCLearner(BCConfig(batch_size=2), encoder_params)
+    state = learner.init(jax.random.key(0))
+    state, _ = jax.jit(learner.update)(state, jax.random.key(1), {"episodes": D.take(episodes, np.array([0, 1]))})
+    changed = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), state.params["encoder"], encoder_params)
+    assert all(jax.tree.leaves(changed))
+
+
+def test_video_rnn_beats_copying_the_frame(episodes, encoder_params):
+    """Untrained, the U-Net copies the frame; trained on two episodes, it predicts the moved agent better."""
+    config = VideoConfig(batch_size=4, lr=2e-3, finetune_encoder=False, channels=(8, 8, 16), max_steps=8)
+    learner = VideoLearner(config, encoder_params)
+    arrays = learner.prepare(D.take(episodes, np.array([1, 18, 1, 18])))
+    _, metrics = _fit(learner, arrays, 80)
+    loss, copy = np.asarray(metrics["loss"]), np.asarray(metrics["copy_loss"])
+    assert np.isclose(loss[0], copy[0], rtol=1e-5) and copy[0] > 0
+    assert loss[-10:].mean() < 0.85 * copy[-10:].mean(), (loss[-10:].mean(), copy[-10:].mean())
+
+
+# ---------------------------------------------------------------------------------------------------- runs
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, episodes):
+    """An ATC run (2 epochs), the same interrupted after 1 and resumed, and a 2-seed BC-MLP run on its encoder."""
+    root = tmp_path_factory.mktemp("bib_runs")
+    data = (D.take(episodes, np.arange(0, 32, 2)), D.take(episodes, np.arange(1, 9, 2)))
+    with optimized():
+        atc = run.make_config("bib-atc", batch_size=8, epochs=2, pairs_per_episode=1, swa_start=0.5)
+        whole = run.train("bib-atc", atc, root / "atc", data=data, seed=4, progress=False)
+        run.train("bib-atc", atc, root / "atc_resumed", data=data, seed=4, stop_after=1, progress=False)
+        resumed = run.train("bib-atc", atc, root / "atc_resumed", data=data, seed=4, resume=True, progress=False)
+        bc = run.make_config("bib-bc-mlp", batch_size=8, epochs=1, finetune_encoder=False)
+        observer = run.train("bib-bc-mlp", bc, root / "bc", data=data, seeds=2, encoder=root / "atc", progress=False)
+    return {"root": root, "whole": whole, "resumed": resumed, "observer": observer, "data": data}
+
+
+def test_resumed_run_equals_uninterrupted(runs):
+    root = runs["root"]
+    _, whole, _ = run.load(root / "atc")
+    _, resumed, _ = run.load(root / "atc_resumed")
+    assert jax.tree.all(jax.tree.map(jnp.array_equal, whole, resumed))
+    rows = [json.loads((root / name / "metrics.json").read_text())["rows"] for name in ("atc", "atc_resumed")]
+    assert [r["epoch"] for r in rows[1]] == [1, 2]
+    for a, b in zip(*rows):
+        assert {k: v for k, v in a.items() if k != "wall_s"} == {k: v for k, v in b.items() if k != "wall_s"}
+    assert int(whole.swa_count[0]) == 1 and (root / "atc" / "curves.png").stat().st_size > 0
+    assert runs["whole"]["steps"] == 4 and runs["whole"]["train_episodes"] == 16
+
+
+def test_observer_run_uses_the_atc_encoder_and_evaluates(runs, capsys):
+    root = runs["root"]
+    learner, states, info = run.load(root / "bc")
+    encoder = run.encoder_from(root / "atc")
+    for s in range(2):
+        assert jax.tree.all(jax.tree.map(lambda a, b, s=s: jnp.array_equal(a[s], b), states.params["encoder"], encoder))
+    assert info["seeds"] == 2 and len(runs["observer"]["val_loss_per_seed"]) == 2
+    args = ["bib", "eval", str(root / "bc"), "--pairs", "16", "--types", "preference", "--no-reference"]
+    assert main([*args, "--batch", "16", "--out", str(root / "eval")]) == 0
+    out = capsys.readouterr().out
+    assert "BC-MLP (bc, 2 seed(s))" in out and " ± " in out
+    record = json.loads((root / "eval" / "bib_eval.json").read_text())
+    (result,) = record["runs"].values()
+    accuracies = [seed["preference"] for seed in result["per_seed"]]
+    assert all(0.0 <= a <= 1.0 for a in accuracies)
+    assert np.isclose(result["se"]["preference"], np.std(accuracies, ddof=1) / np.sqrt(2))
+
+
+# ---------------------------------------------------------------------------------------------------- errors
+
+
+def test_bad_input_is_refused(runs, tmp_path, capsys):
+    root, data = runs["root"], runs["data"]
+    with pytest.raises(ValueError, match="unknown BIB learner"):
+        run.make_config("bib-bc-lstm")
+    with pytest.raises(ValueError, match="fixes model"):
+        run.make_config("bib-bc-mlp", model="rnn")
+    with pytest.raises(ValueError, match="no_such_field"):
+        run.make_config("bib-atc", no_such_field=1)
+    with pytest.raises(ValueError, match="model must be one of"):
+        BCConfig(model="cnn")
+    with pytest.raises(ValueError, match="swa_start"):
+        ATCConfig(swa_start=2.0)
+    with pytest.raises(ValueError, match="already holds a run"):
+        run.train("bib-atc", run.make_config("bib-atc", epochs=1), root / "atc", data=data, progress=False)
+    with pytest.raises(ValueError, match="needs a pretrained encoder"):
+        run.make_learner("bib-video-rnn", run.make_config("bib-video-rnn", finetune_encoder=False))
+    with pytest.raises(ValueError, match="takes a bib-atc run"):
+        run.encoder_from(root / "bc")
+    with pytest.raises(ValueError, match="not a BIB training run"):
+        run.load(tmp_path)
+    with pytest.raises(ValueError, match="not an observer"):
+        run.evaluate(root / "atc", {})
+    assert main(["bib", "eval", str(root / "atc"), "--pairs", "16", "--types", "preference"]) == 2
+    assert "not an observer" in capsys.readouterr().err
+    assert main(["train", "bib-bc-mlp", "--set", "model=rnn", "--out", str(tmp_path / "x")]) == 2
+    assert "fixes model" in capsys.readouterr().err
