@@ -93,6 +93,18 @@ def test_frames_and_labels_are_bibs_subsampled_video(episodes):
     assert set(np.unique(labels)) <= {-1.0, 0.0, 1.0} and np.all(labels[~valid] == 0)
 
 
+def test_files_written_by_bib_data_load_as_the_generated_set(tmp_path):
+    """``--data DIR`` and the generated set are the same episodes, split 80/20 the same way."""
+    written = ["bib", "data", "--split", "background", "--tasks", "single_object", "--episodes", "5"]
+    assert main([*written, "--video", "none", "--compact", "--out", str(tmp_path)]) == 0
+    from_files = D.background_from_files(tmp_path)
+    generated = D.background(seed=0, episodes={"single_object": 5})
+    for read, made, count in zip(from_files, generated, (4, 1)):
+        assert D.num_episodes(read) == D.num_episodes(made) == count
+        for field in ("path", "moves", "walls", "barrier", "objects", "object_visible", "agent_xy", "key_xy"):
+            assert np.array_equal(np.asarray(getattr(read, field)), np.asarray(getattr(made, field))), field
+
+
 def test_compact_cuts_and_pads_paths(episodes):
     one = D.take(episodes, np.arange(2))
     longest = int(np.max(one.moves))

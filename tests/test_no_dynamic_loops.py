@@ -1,4 +1,4 @@
-"""No loop with a data-dependent trip count in BabyAI's and BIB's hot paths.
+"""No loop with a data-dependent trip count in BabyAI's and BIB's hot paths (BIB's learners included).
 
 On XLA:GPU a ``while`` loop whose trip count is not known at compile time reads its condition back to the
 host on every iteration. ``dynamic_whiles`` walks a closed jaxpr, every sub-jaxpr included (``pjit``,
@@ -216,3 +216,26 @@ def test_bib_generators_renderer_and_observers_have_no_dynamic_loop():
     for fn in (inverse_planning_surprise, nearest_object_surprise, lambda e: render(e, 84)):
         closed = jax.make_jaxpr(fn)(pair)
         assert not dynamic_whiles(closed), _describe(dynamic_whiles(closed))
+
+
+def test_bib_learners_fused_epochs_and_surprises_have_no_dynamic_loop():
+    """BIB's learners as they run on a GPU: an epoch of two seeds (vmap over seeds, scan over steps) and the
+    observers' surprise."""
+    from jaxsoc.envs.bib import BIBParams, tasks
+    from jaxsoc.learners.bib import run
+
+    params, keys = BIBParams.compact(), run.seed_keys(0, 2)
+    generate = tasks.GENERATORS["background"]["single_object"]
+    episodes = jax.eval_shape(lambda k: jax.vmap(lambda kk: generate(kk, params))(jax.random.split(k, 4)), keys[0])
+    for kind in run.KINDS:
+        short = {} if kind in ("bib-atc", "bib-bc-mlp") else {"max_steps": 4}
+        learner = run.make_learner(kind, run.make_config(kind, batch_size=2, **short))
+        epochs = run.Epochs(learner, 4, 4, 2, 2, fused=True)
+        states = jax.eval_shape(jax.vmap(learner.init), keys)
+        rows, step_keys = jax.eval_shape(epochs._order, keys)
+        closed = jax.make_jaxpr(epochs._epoch)(states, rows, step_keys, {"episodes": episodes}, jnp.int32(0))
+        assert not dynamic_whiles(closed), (kind, _describe(dynamic_whiles(closed)))
+        if learner.surprise is not None:
+            one = jax.eval_shape(learner.init, keys[0]).params
+            closed = jax.make_jaxpr(learner.surprise)(one, episodes)
+            assert not dynamic_whiles(closed), (kind, _describe(dynamic_whiles(closed)))

@@ -157,18 +157,19 @@ class BCLearner(Learner):
         loss = masked_mean(jnp.mean((predicted - target_action) ** 2, axis=-1), valid[rows, step])
         return loss, {"loss": loss}
 
-    def surprise(self, params, episodes: W.Episode):
-        """``(float32[B, M], bool[B, M])``: the squared action error at every test step, and the real steps."""
+    def surprise(self, params, episodes: W.Episode, steps: int | None = None):
+        """``(float32[B, S], bool[B, S])``: the squared action error at each of the first ``S = steps`` (default
+        ``max_moves``) test steps, and which are real."""
         batch = {"episodes": episodes}
         context = self._context(params, jax.random.key(CONTEXT_KEY), batch)
-        steps = episodes.max_moves
-        frames = D.trial_frames(episodes, (W.TEST,), steps)[:, 0]  # [B, M, 84, 84, 3]
+        steps = episodes.max_moves if steps is None else steps
+        frames = D.trial_frames(episodes, (W.TEST,), steps)[:, 0]  # [B, S, 84, 84, 3]
         states = self._encode(params, frames)
         tiled = jnp.repeat(context[:, None], steps, axis=1)
         flat = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
         predicted = self._act(params, flat(tiled), flat(states), False, None).reshape(-1, steps, 2)
-        observed = D.step_actions(episodes)[:, W.TEST]
-        return jnp.mean((predicted - observed) ** 2, axis=-1), D.step_valid(episodes)[:, W.TEST]
+        observed = D.step_actions(episodes)[:, W.TEST, :steps]
+        return jnp.mean((predicted - observed) ** 2, axis=-1), D.step_valid(episodes)[:, W.TEST, :steps]
 
 
 def encode_all(encoder: ATCEncoder, params, episodes: W.Episode, chunk: int = 64) -> jax.Array:

@@ -16,6 +16,7 @@ states; ``evaluate(run, pairs)`` its VOE accuracies per seed.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -27,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from tqdm.auto import tqdm
 
+from jaxsoc.envs.bib import world as W
 from jaxsoc.learners import voe
 from jaxsoc.learners.bib import data as D
 from jaxsoc.learners.bib.atc import ATCConfig, ATCLearner
@@ -176,7 +178,8 @@ def _checkpointer(run_dir: Path, kind: str, config, options: dict[str, Any]) -> 
     return Checkpointer(run_dir / CHECKPOINTS, {"kind": kind, "config": config.to_dict(), "model_config": options})
 
 
-def _seed_keys(seed: int, seeds: int) -> jax.Array:
+def seed_keys(seed: int, seeds: int) -> jax.Array:
+    """Returns the keys ``[seeds]`` of seeds ``seed .. seed + seeds - 1`` (``key(seed + s)``)."""
     return jnp.stack([jax.random.key(seed + s) for s in range(seeds)])
 
 
@@ -272,7 +275,7 @@ def train(
         raise ValueError(f"{out} already holds a run; pass resume to continue it or choose another directory")
 
     train_arrays, val_arrays = learner.prepare(train_eps), learner.prepare(val_eps)
-    keys = _seed_keys(seed, seeds)
+    keys = seed_keys(seed, seeds)
     states = jax.jit(jax.vmap(learner.init))(keys)
     checkpointer = _checkpointer(out, kind, config, options)
     log = MetricsLog(out)
@@ -338,7 +341,7 @@ def load(run: str | Path) -> tuple[Learner, Any, dict[str, Any]]:
     kind = info["kind"]
     config = _config_from(kind, info["config"])
     learner = make_learner(kind, config) if kind == "bib-atc" else _observer(kind, config)
-    template = jax.eval_shape(jax.vmap(learner.init), _seed_keys(info["seed"], info["seeds"]))
+    template = jax.eval_shape(jax.vmap(learner.init), seed_keys(info["seed"], info["seeds"]))
     template = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), template)
     options = {name: info[name] for name in ("seeds", "seed", "data", "encoder")}
     checkpointer = _checkpointer(Path(run), kind, config, options)
@@ -364,7 +367,9 @@ def evaluate(run: str | Path, pairs: dict[str, Any], reduce: str = "max", batch:
     ``data.LEARNER_PARAMS``' timing).
 
     Returns ``{"per_seed": [{type: accuracy}], "mean": {...}, "se": {...}}`` (fractions; averages
-    included; ``se`` the standard error over seeds, 0 for one seed).
+    included; ``se`` the standard error over seeds, 0 for one seed). The surprise of a type's pairs is
+    computed over its longest test trial's steps rounded up to a multiple of 8 (the steps past it are not
+    real and do not count), to spare the work of padding steps.
 
     Raises:
         ValueError: an ATC run (it has no surprise) or bad pairs.
@@ -374,16 +379,23 @@ def evaluate(run: str | Path, pairs: dict[str, Any], reduce: str = "max", batch:
         raise ValueError(f"{run} is a {info['kind']} run, which is not an observer; evaluate a bc or video run")
     params = learner.final_params(states)
 
-    one = jax.jit(lambda p, episodes: voe.episode_scores(*learner.surprise(p, episodes), reduce))
-    if jax.default_backend() != "cpu":
-        all_seeds = jax.jit(jax.vmap(one, in_axes=(0, None)))
-        score = lambda episodes: all_seeds(params, episodes).T  # noqa: E731  [B, seeds]
-    else:  # one seed at a time (see Epochs)
-        score = lambda episodes: jnp.stack([one(_row(params, s), episodes) for s in range(info["seeds"])], 1)  # noqa: E731
+    @functools.partial(jax.jit, static_argnums=2)
+    def one(p, episodes, steps):
+        return voe.episode_scores(*learner.surprise(p, episodes, steps), reduce)
+
+    seeds = range(info["seeds"])
+    all_seeds = jax.jit(jax.vmap(one, in_axes=(0, None, None)), static_argnums=2)
+
+    def scorer(steps: int):
+        if jax.default_backend() != "cpu":
+            return lambda episodes: all_seeds(params, episodes, steps).T  # [B, seeds]
+        return lambda episodes: jnp.stack([one(_row(params, s), episodes, steps) for s in seeds], 1)  # see Epochs
 
     per_seed = [{} for _ in range(info["seeds"])]
     for name, episodes in pairs.items():
-        scores = voe.pair_scores(score, episodes, batch)  # [N, seeds, 2]
+        longest = int(np.max(np.asarray(episodes.moves)[..., W.TEST]))
+        steps = min(episodes.max_moves, max(8, -(-longest // 8) * 8))  # the test steps that can be real
+        scores = voe.pair_scores(scorer(steps), episodes, batch)  # [N, seeds, 2]
         for s, acc in enumerate(per_seed):
             acc[name] = voe.pair_accuracy(scores[:, s, 0], scores[:, s, 1])
     per_seed = [{**acc, **voe.averages(acc)} for acc in per_seed]

@@ -98,15 +98,15 @@ class VideoLearner(Learner):
         copy = masked_mean(jnp.mean((pair[:, 0] - pair[:, 1]) ** 2, axis=(1, 2, 3)), real)
         return loss, {"loss": loss, "copy_loss": copy}
 
-    def surprise(self, params, episodes: W.Episode):
-        """``(float32[B, M], bool[B, M])``: the pixel MSE of the predicted frame ``k + 1`` at every test step
-        ``k``, and the real steps."""
-        steps = episodes.max_moves
-        frames = to_float(D.trial_frames(episodes, (W.TEST,), steps + 1)[:, 0])  # [B, M + 1, 84, 84, 3]
+    def surprise(self, params, episodes: W.Episode, steps: int | None = None):
+        """``(float32[B, S], bool[B, S])``: the pixel MSE of the predicted frame ``k + 1`` at each of the first
+        ``S = steps`` (default ``max_moves``) test steps ``k``, and which are real."""
+        steps = episodes.max_moves if steps is None else steps
+        frames = to_float(D.trial_frames(episodes, (W.TEST,), steps + 1)[:, 0])  # [B, S + 1, 84, 84, 3]
         embedding = self._embedding(params, {"episodes": episodes})
         batch = frames.shape[0]
         current = frames[:, :-1].reshape(batch * steps, *frames.shape[2:])
         tiled = jnp.repeat(embedding, steps, axis=0)
         predicted = self._predict(params, tiled, current).reshape(batch, steps, *frames.shape[2:])
         error = jnp.mean((predicted - frames[:, 1:]) ** 2, axis=(2, 3, 4))
-        return error, D.step_valid(episodes)[:, W.TEST]
+        return error, D.step_valid(episodes)[:, W.TEST, :steps]

@@ -1,0 +1,96 @@
+"""BIB's Table 1 end to end: pretrain the ATC encoder, train BC-MLP, BC-RNN and Video-RNN on it, and score all
+three by VOE next to the paper's numbers and the two reference observers.
+
+    python scripts/bib_baselines.py --out runs/bib                 # the paper's recipe (a GPU: hours)
+    python scripts/bib_baselines.py --out runs/bib_cpu --scale cpu  # reduced, said so in every file it writes
+
+Each stage is a ``jaxsoc train bib-*`` run under ``OUT/<kind>`` (rerunning the script resumes unfinished
+runs and skips finished ones); the table goes to ``OUT/eval/bib_eval.{json,md,png}``. ``--scale cpu`` uses
+2,000 background episodes, a shorter ATC pretraining with smaller batches, the observers on the frozen
+pretrained encoder (its latents computed once) for fewer epochs, and 60 evaluation pairs per type.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from jaxsoc.learners.bib import run
+from jaxsoc.learners.bib.commands import eval_runs
+
+OBSERVERS = ("bib-bc-mlp", "bib-bc-rnn", "bib-video-rnn")
+#: the scales: background episodes, evaluation pairs per type, and each kind's config overrides
+SCALES = {
+    "paper": {"episodes": None, "pairs": 1000, "config": {}},
+    "cpu": {
+        "episodes": 2000,
+        "pairs": 60,
+        "config": {
+            "bib-atc": {"batch_size": 128, "pairs_per_episode": 2, "epochs": 15},
+            "bib-bc-mlp": {"epochs": 30, "finetune_encoder": False},
+            "bib-bc-rnn": {"epochs": 30, "finetune_encoder": False},
+            "bib-video-rnn": {"epochs": 6, "finetune_encoder": False},
+        },
+    },
+}
+
+
+def _train(kind: str, out: Path, scale: dict, args, encoder: Path | None) -> dict:
+    """Trains (or resumes, or skips when finished) the ``kind`` run under ``out``; returns its summary."""
+    config = run.make_config(kind, **scale["config"].get(kind, {}))
+    seeds = 1 if kind == "bib-atc" else args.seeds
+    resume = (out / run.RUN_JSON).exists()
+    if resume:
+        rows = json.loads((out / "metrics.json").read_text())["rows"] if (out / "metrics.json").exists() else []
+        if rows and rows[-1]["epoch"] >= config.epochs:
+            print(f"{kind}: finished earlier ({out})")
+            return json.loads((out / "metrics.json").read_text())["summary"]
+    return run.train(
+        kind,
+        config,
+        out,
+        episodes=scale["episodes"],
+        data_seed=args.data_seed,
+        seeds=seeds,
+        seed=args.seed,
+        encoder=encoder,
+        resume=resume,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--scale", choices=sorted(SCALES), default="paper")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per observer (vmapped on a GPU)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-seed", type=int, default=0)
+    parser.add_argument("--eval-seed", type=int, default=1, help="seed of the generated evaluation pairs")
+    args = parser.parse_args(argv)
+    scale, out = SCALES[args.scale], Path(args.out)
+    start = time.perf_counter()
+    summaries = {"bib-atc": _train("bib-atc", out / "bib-atc", scale, args, None)}
+    for kind in OBSERVERS:
+        summaries[kind] = _train(kind, out / kind, scale, args, out / "bib-atc")
+    evaluation = argparse.Namespace(
+        run=[str(out / kind) for kind in OBSERVERS],
+        types=None,
+        seed=args.eval_seed,
+        pairs=scale["pairs"],
+        data=None,
+        reduce="max",
+        batch=64,
+        no_reference=False,
+        out=str(out / "eval"),
+    )
+    eval_runs(evaluation)
+    record = {"scale": args.scale, **scale, "summaries": summaries, "wall_s": time.perf_counter() - start}
+    (out / "eval" / "training.json").write_text(json.dumps(record, indent=1, default=str))
+    print(f"{args.scale} scale: {record['wall_s'] / 60:.1f} min; {out / 'eval' / 'bib_eval.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
