@@ -18,6 +18,7 @@ the given models.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -295,3 +296,16 @@ def bar_plot(results: Mapping[str, Mapping[str, float]], path: str | Path, title
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def save_report(out: str | Path, stem: str, table: str, accuracy: Mapping[str, Mapping[str, float]], **record) -> str:
+    """Writes ``out/<stem>.json`` (``record`` with ``accuracy`` and the device), ``out/<stem>.md`` (``table``)
+    and ``out/<stem>.png`` (``bar_plot`` of ``accuracy``: model -> type -> fraction); returns a line naming
+    the three files."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    record = {**record, "accuracy": accuracy, "device": str(jax.devices()[0].device_kind)}
+    (out / f"{stem}.json").write_text(json.dumps(record, indent=2))
+    (out / f"{stem}.md").write_text(table + "\n")
+    plot = bar_plot(accuracy, out / f"{stem}.png")
+    return f"wrote {out / f'{stem}.json'}, {out / f'{stem}.md'} and {plot}"

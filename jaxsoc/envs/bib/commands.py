@@ -108,20 +108,10 @@ def cmd_eval(args) -> int:
     print(f"BIB VOE accuracy, {source}, surprise reduced by {args.reduce}, {seconds:.0f} s on {jax.devices()[0]}")
     print(table)
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        record = {
-            "source": source,
-            "reduce": args.reduce,
-            "pairs": {name: int(np.asarray(p.moves).shape[0]) for name, p in pairs.items()},
-            "accuracy": results,
-            "device": str(jax.devices()[0].device_kind),
-            "seconds": seconds,
-        }
-        (out / "bib_observers.json").write_text(json.dumps(record, indent=2))
-        (out / "bib_observers.md").write_text(table + "\n")
-        plot = voe.bar_plot(results, out / "bib_observers.png")
-        print(f"wrote {out / 'bib_observers.json'}, {out / 'bib_observers.md'} and {plot}")
+        pairs_count = {name: int(np.shape(p.moves)[0]) for name, p in pairs.items()}
+        record = {"source": source, "reduce": args.reduce, "pairs": pairs_count, "seconds": seconds}
+        saved = voe.save_report(args.out, "bib_observers", table, results, **record)
+        print(saved)
     return 0
 
 

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
 
 from jaxsoc.learners import voe
@@ -86,19 +85,11 @@ def eval_runs(args) -> int:
     print(f"BIB VOE accuracy, {source}, surprise reduced by {args.reduce}, mean ± SE over seeds, {seconds:.0f} s")
     print(table)
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        record = {
-            "source": source,
-            "reduce": args.reduce,
-            "pairs": {name: int(np.shape(p.moves)[0]) for name, p in pairs.items()},
-            "runs": records,
-            "accuracy": means,
-            "device": str(jax.devices()[0].device_kind),
-            "seconds": seconds,
-        }
-        (out / "bib_eval.json").write_text(json.dumps(record, indent=2))
-        (out / "bib_eval.md").write_text(f"{source}; mean ± SE over seeds\n\n{table}\n")
-        plot = voe.bar_plot(means, out / "bib_eval.png")
-        print(f"wrote {out / 'bib_eval.json'}, {out / 'bib_eval.md'} and {plot}")
+        pairs_count = {name: int(np.shape(p.moves)[0]) for name, p in pairs.items()}
+        header = f"{source}; mean ± SE over seeds\n\n"
+        saved = voe.save_report(
+            args.out, "bib_eval", header + table, means, source=source, reduce=args.reduce, pairs=pairs_count,
+            runs=records, seconds=seconds,
+        )  # fmt: skip
+        print(saved)
     return 0
