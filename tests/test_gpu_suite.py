@@ -73,6 +73,15 @@ def test_every_part_writes_complete_stamped_rows(toy_run):
     bib_set, bib_size = rows["bib"]  # the background set (a smaller run at toy sizes), then one throughput row
     assert bib_set["kind"] == "background_set" and not bib_set["full_set"] and bib_set["meets_target"] is None
     assert bib_size["kind"] == "throughput" and bib_size["episodes_per_s"] > 0 and bib_size["frame_checksum"] > 0
+    learners = rows["bib_learners"]  # one row per toy kind, each learner class: two seeds, two steps timed
+    assert [r["kind"] for r in learners] == ["bib-atc", "bib-bc-mlp", "bib-video-rnn"]
+    for r in learners:
+        assert "error" not in r and r["seeds"] == 2 and len(r["loss"]) == 2 and r["steps_measured"] == 2
+        assert r["steps_per_s"] > 0 and r["episodes_per_s"] == pytest.approx(r["steps_per_s"] * r["batch"] * 2)
+        assert r["train_episodes"] == 8 and r["steps_per_epoch"] == -(-8 * r["repeats"] // r["batch"])
+        assert r["projected_minutes"] == pytest.approx(r["epochs"] * r["steps_per_epoch"] / r["steps_per_s"] / 60)
+        assert r["meets_target"] == (r["projected_minutes"] <= 30) and not r["fused"]  # a CPU: Python-driven steps
+    assert [r["repeats"] for r in learners] == [2, 1, 1] and learners[0]["batch"] == 8
 
 
 def test_markdown_section_is_rendered_from_the_rows(toy_run):

@@ -10,8 +10,9 @@ levels' throughput against the issue's targets), ``bot_speed`` (the bot's steps/
 success and episode lengths over 2,000 levels each), ``bib`` (BIB episodes generated and rendered per second,
 and the 28,000-episode background set against the issue's 60 s), ``ppo`` (the Small model to 99% on
 GoToRedBallGrey and GoToLocal), ``bc`` (the Small model by behaviour cloning on 8,000 and 5,657 bot
-demonstrations) and ``conv`` (XLA's convolution against im2col). Each has a time budget; the budgets of the
-default run add up to 25 minutes (``--budget-minutes`` scales them).
+demonstrations), ``bib_learners`` (BIB's four learners' training rate and the projected time of a full run
+against the issue's 30 minutes) and ``conv`` (XLA's convolution against im2col). Each has a time budget; the
+budgets of the default run add up to 25 minutes (``--budget-minutes`` scales them).
 
 **Rows.** Part ``p`` writes ``<out-dir>/gpu_<p>.json`` after every row it measures (``core.run_part``): the
 part's parameters, device, jax version, dates, budget, ``complete``, and the rows, each of which also records
@@ -64,7 +65,7 @@ from pathlib import Path
 
 from jaxsoc.cli import BABYAI_BENCH_ENVS, GPU_BENCH_ENVS
 from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
-from jaxsoc.gpu_suite import bib, core, parts
+from jaxsoc.gpu_suite import bib, bib_learners, core, parts
 from jaxsoc.gpu_suite.core import EXIT_DONE, EXIT_ERROR, EXIT_MORE, Context, Part, Program
 
 __all__ = ["PARTS", "Context", "Part", "Program", "add_arguments", "main", "render_markdown", "run_from_args"]
@@ -221,7 +222,7 @@ PARTS: tuple[Part, ...] = (
         "PPO, the paper's recipe (64 worlds, arch original), many seeds at once, to 99% success",
         parts.ppo_paper,
         parts.render_ppo_paper,
-        budget_s=270,
+        budget_s=210,
         params=dict(
             levels=[_RBG],
             preset="small",
@@ -254,7 +255,7 @@ PARTS: tuple[Part, ...] = (
         "Behaviour cloning, the Small model, in the paper's demonstration bracket",
         parts.bc,
         parts.render_bc,
-        budget_s=210,
+        budget_s=150,
         params=dict(
             env=_RBG,
             demos=[8000, 5657],
@@ -276,6 +277,44 @@ PARTS: tuple[Part, ...] = (
         note="`learners.bc.train_bc` with the Small recipe on bot demonstrations generated in memory "
         "(`data.memory.bot_demos`), one seed per size, each size an even share of what is left of the budget. "
         "The paper: 5.7k–8k demonstrations reach 99%.",
+    ),
+    Part(
+        "bib_learners",
+        "BIB's learners: training steps per second and the projected time of a full run",
+        bib_learners.bib_learners,
+        bib_learners.render_bib_learners,
+        budget_s=120,
+        params=dict(
+            kinds=list(bib_learners.KINDS),
+            config={},
+            seeds=3,
+            seed=0,
+            steps_measured=50,
+            background_episodes=None,
+            data_seed=0,
+            target_minutes=bib_learners.TARGET_MINUTES,
+        ),
+        toy=dict(
+            kinds=["bib-atc", "bib-bc-mlp", "bib-video-rnn"],  # each learner class; compiling is most of the time
+            config={
+                "bib-atc": dict(batch_size=8, pairs_per_episode=2),
+                "bib-bc-mlp": dict(batch_size=4, context_pairs=8),
+                "bib-bc-rnn": dict(batch_size=2, max_steps=4),
+                "bib-video-rnn": dict(batch_size=2, max_steps=4, hidden=8, channels=[4, 8, 8]),
+            },
+            seeds=2,
+            seed=0,
+            steps_measured=2,
+            background_episodes={"single_object": 10},  # one task: one generator to compile
+            data_seed=0,
+            target_minutes=bib_learners.TARGET_MINUTES,
+        ),
+        note="`learners.bib.run.Epochs` as `jaxsoc train bib-*` runs it (seeds vmapped, one `lax.scan` per epoch "
+        "on a GPU), the paper's configs (ATC batch 512, the observers batch 32, encoder fine-tuned), on the "
+        "background set generated on the device (`data.background`, 28,000 episodes, 22,400 to train). Each kind: "
+        "an epoch cut to `steps_measured` steps, called once to compile, then timed once; the full set's epoch "
+        "and its `epochs` (100) projected from that rate, optimiser steps only (no validation). Target (the "
+        "issue): each model trained on the full background set in ≤30 minutes on one H100.",
     ),
     Part(
         "conv",
