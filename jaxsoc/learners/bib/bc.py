@@ -21,9 +21,11 @@ key, so a pair's two episodes, whose familiarisation trials are the same, get th
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxsoc.envs.bib import world as W
 from jaxsoc.learners.bib import data as D
@@ -172,9 +174,28 @@ class BCLearner(Learner):
         return jnp.mean((predicted - observed) ** 2, axis=-1), D.step_valid(episodes)[:, W.TEST, :steps]
 
 
+#: latents computed by ``encode_all`` in this process, by fingerprint of (encoder, params, episodes)
+_LATENTS: dict[str, jax.Array] = {}
+_LATENTS_KEPT = 4
+
+
+def _fingerprint(*trees) -> str:
+    digest = hashlib.sha256()
+    for tree in trees:
+        for leaf in jax.tree.leaves(tree):
+            array = np.asarray(leaf)
+            digest.update(f"{array.dtype}{array.shape}".encode())
+            digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
 def encode_all(encoder: ATCEncoder, params, episodes: W.Episode, chunk: int = 64) -> jax.Array:
     """Returns ``float32[N, 9, M + 1, latent]``: the encoder's latents of every frame of ``episodes`` ``[N, 9]``
-    (``params`` the encoder's own), computed ``chunk`` episodes at a time."""
+    (``params`` the encoder's own), computed ``chunk`` episodes at a time. The last few results are kept in
+    memory by fingerprint, so the observers trained one after another on one encoder and data encode once."""
+    key = _fingerprint(params, episodes) + repr(encoder)
+    if key in _LATENTS:
+        return _LATENTS[key]
     steps = episodes.max_moves + 1
 
     @jax.jit
@@ -187,4 +208,7 @@ def encode_all(encoder: ATCEncoder, params, episodes: W.Episode, chunk: int = 64
     for start in range(0, n, chunk):
         rows = jnp.minimum(jnp.arange(start, start + chunk), n - 1)
         out.append(encode(jax.tree.map(lambda x, rows=rows: x[rows], episodes))[: n - start])
-    return jnp.concatenate(out)
+    while len(_LATENTS) >= _LATENTS_KEPT:
+        _LATENTS.pop(next(iter(_LATENTS)))
+    _LATENTS[key] = jnp.concatenate(out)
+    return _LATENTS[key]
