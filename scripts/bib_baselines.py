@@ -7,7 +7,8 @@ three by VOE next to the paper's numbers and the two reference observers.
 Each stage is a ``jaxsoc train bib-*`` run under ``OUT/<kind>`` (rerunning the script resumes unfinished
 runs and skips finished ones); the table goes to ``OUT/eval/bib_eval.{json,md,png}``. ``--scale cpu`` uses
 600 background episodes (480 to train), a shorter ATC pretraining with smaller batches, the observers on the
-frozen pretrained encoder (its latents computed once) for fewer epochs, a U-Net of half the widths, and 40
+frozen pretrained encoder (its latents computed once) with a 10x learning rate (1e-3) to make up for the
+fewer steps, a U-Net of half the widths, and 40
 evaluation pairs per type: about 20 minutes on a 2-core CPU.
 """
 
@@ -30,9 +31,9 @@ SCALES = {
         "pairs": 40,
         "config": {
             "bib-atc": {"batch_size": 64, "pairs_per_episode": 2, "epochs": 20},
-            "bib-bc-mlp": {"epochs": 30, "finetune_encoder": False},
-            "bib-bc-rnn": {"epochs": 30, "finetune_encoder": False},
-            "bib-video-rnn": {"epochs": 10, "finetune_encoder": False, "channels": (8, 16, 32)},
+            "bib-bc-mlp": {"epochs": 150, "lr": 1e-3, "finetune_encoder": False},
+            "bib-bc-rnn": {"epochs": 100, "lr": 1e-3, "finetune_encoder": False},
+            "bib-video-rnn": {"epochs": 30, "lr": 1e-3, "finetune_encoder": False, "channels": (8, 16, 32)},
         },
     },
 }
