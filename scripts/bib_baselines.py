@@ -9,7 +9,7 @@ runs and skips finished ones); the table goes to ``OUT/eval/bib_eval.{json,md,pn
 600 background episodes (480 to train), a shorter ATC pretraining with smaller batches, the observers on the
 frozen pretrained encoder (its latents computed once) with a 10x learning rate (1e-3) to make up for the
 fewer steps, a U-Net of half the widths, and 40
-evaluation pairs per type: about 20 minutes on a 2-core CPU.
+evaluation pairs per type: about an hour on a 2-core CPU (2026-11-24, with CI sharing it).
 """
 
 from __future__ import annotations
