@@ -17,6 +17,7 @@ of the epochs) on; evaluation uses that mean.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import Any
 
@@ -75,7 +76,7 @@ class CommonConfig:
         return dataclasses.asdict(self)
 
 
-class Learner:
+class Learner(abc.ABC):
     """The base of BIB's learners (module docstring); subclasses set ``kind``, ``init_params``, ``loss`` and
     ``surprise``, and ``frozen_encoder`` when the encoder is not trained."""
 
@@ -88,8 +89,9 @@ class Learner:
 
     # ------------------------------------------------------------------------------------------------ hooks
 
+    @abc.abstractmethod
     def init_params(self, key: jax.Array) -> dict[str, Any]:
-        raise NotImplementedError
+        """Returns fresh parameters ``{"encoder": ..., <head>: ...}``."""
 
     def init_target(self, params: dict[str, Any]) -> Any:
         return {}
@@ -97,8 +99,9 @@ class Learner:
     def update_target(self, target: Any, params: dict[str, Any]) -> Any:
         return target
 
+    @abc.abstractmethod
     def loss(self, params, target, key: jax.Array, batch: dict, train: bool) -> tuple[jax.Array, dict]:
-        raise NotImplementedError
+        """Returns ``(loss, metrics)`` (scalars) of a batch of ``prepare`` d arrays."""
 
     def prepare(self, episodes) -> dict[str, Any]:
         return {"episodes": episodes}
