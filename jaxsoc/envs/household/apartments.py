@@ -127,6 +127,12 @@ def _shared_wall(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray] 
     return None
 
 
+def _root(parent: list[int], i: int) -> int:
+    while parent[i] != i:
+        i = parent[i]
+    return i
+
+
 def _doors(rng: np.random.Generator, rects: np.ndarray, loop: bool):
     walls = {
         (i, j): w for i, j in itertools.combinations(range(NUM_ROOMS), 2) if (w := _shared_wall(rects[i], rects[j]))
@@ -136,16 +142,11 @@ def _doors(rng: np.random.Generator, rects: np.ndarray, loop: bool):
         order = rng.permutation(len(pairs))
         parent = list(range(NUM_ROOMS))
 
-        def find(i):
-            while parent[i] != i:
-                i = parent[i]
-            return i
-
         tree = []
         for k in order:
             i, j = pairs[k]
-            if find(i) != find(j):
-                parent[find(i)] = find(j)
+            if _root(parent, i) != _root(parent, j):
+                parent[_root(parent, i)] = _root(parent, j)
                 tree.append(pairs[k])
         if len(tree) == NUM_ROOMS - 1:
             break
