@@ -1,4 +1,4 @@
-"""No loop with a data-dependent trip count in BabyAI's and BIB's hot paths (BIB's learners included).
+"""No loop with a data-dependent trip count in the hot paths of BabyAI, BIB (learners included) and the household.
 
 On XLA:GPU a ``while`` loop whose trip count is not known at compile time reads its condition back to the
 host on every iteration. ``dynamic_whiles`` walks a closed jaxpr, every sub-jaxpr included (``pjit``,
@@ -239,3 +239,26 @@ def test_bib_learners_fused_epochs_and_surprises_have_no_dynamic_loop():
             one = jax.eval_shape(learner.init, keys[0]).params
             closed = jax.make_jaxpr(learner.surprise)(one, episodes)
             assert not dynamic_whiles(closed), (kind, _describe(dynamic_whiles(closed)))
+
+
+def test_household_generator_steps_and_observations_have_no_dynamic_loop():
+    """The household: the task generator, both environments' auto-reset steps and the random valid action."""
+    from jaxsoc.envs.household import env as E
+    from jaxsoc.envs.household import tasks
+
+    key = jax.random.key(0)
+    closed = jax.make_jaxpr(lambda k: tasks.generate(k, jnp.int32(0), jnp.array([0, 1])))(key)
+    assert not dynamic_whiles(closed), _describe(dynamic_whiles(closed))
+    task = jax.eval_shape(lambda k: tasks.generate(k, jnp.int32(0), jnp.array([0, -1])), key)
+    bank = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct((3, *x.shape), x.dtype), task)
+    params = E.HouseholdParams(tasks=bank)
+    two, helper = E.HouseholdEnv(), E.HelperEnv()
+    _, state = jax.eval_shape(two.reset_env, key, params)
+    actions = {"alice": jnp.int32(0), "bob": jnp.int32(0)}
+    for closed in (
+        jax.make_jaxpr(two._auto_reset_step)(key, state, actions, params),
+        jax.make_jaxpr(lambda k, s, p: helper._auto_reset_step(k, s, jnp.int32(0), p))(
+            key, jax.eval_shape(helper.reset_env, key, params)[1], params
+        ),
+    ):
+        assert not dynamic_whiles(closed), _describe(dynamic_whiles(closed))

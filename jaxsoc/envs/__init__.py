@@ -10,6 +10,17 @@ def _register_all() -> None:
         register(name, lambda cls=cls, kwargs=kwargs: cls(**kwargs))
     for name in [*LEVELS, *ALIASES]:
         register(name, lambda name=name: level_env(name))
+    register("WatchAndHelp-v0", _household("HouseholdEnv"))
+    register("WatchAndHelp-Helper-v0", _household("HelperEnv"))
+
+
+def _household(cls: str):
+    def factory():
+        from jaxsoc.envs.household import env
+
+        return getattr(env, cls)()
+
+    return factory
 
 
 _register_all()
