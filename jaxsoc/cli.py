@@ -274,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     from jaxsoc.envs.bib.commands import add_parser as add_bib_parser
 
     add_bib_parser(sub)
+    from jaxsoc.envs.household.commands import add_parser as add_household_parser
+
+    add_household_parser(sub)
     return parser
 
 

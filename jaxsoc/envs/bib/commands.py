@@ -13,12 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import jax
 import numpy as np
+
+from jaxsoc.core.commands import clear_errors
 
 
 def _params(args):
@@ -115,20 +116,6 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def _clear_errors(command):
-    """Runs a command, turning bad input (``ValueError``, ``RuntimeError``, a missing file) into a message
-    and exit code 2."""
-
-    def run(args) -> int:
-        try:
-            return command(args)
-        except (ValueError, RuntimeError, OSError) as error:
-            print(f"jaxsoc bib {args.verb}: {error}", file=sys.stderr)
-            return 2
-
-    return run
-
-
 def add_parser(sub) -> None:
     """Adds ``jaxsoc bib`` and its verbs to the ``jaxsoc`` command's subparsers."""
     from jaxsoc.envs.bib import OBSERVERS, tasks
@@ -151,7 +138,7 @@ def add_parser(sub) -> None:
     render.add_argument("--fps", type=int, default=30)
     render.add_argument("--out", default="bib.gif", help=".gif or .mp4 (pairs add e/u to the name)")
     sizes(render)
-    render.set_defaults(func=_clear_errors(cmd_render))
+    render.set_defaults(func=clear_errors(cmd_render))
 
     data = verbs.add_parser("data", help="write episodes in BIB's JSON layout plus videos (sharded, resumable)")
     data.add_argument("--split", choices=SPLITS, required=True)
@@ -165,7 +152,7 @@ def add_parser(sub) -> None:
     data.add_argument("--batch", type=int, default=256, help="episodes generated at once")
     data.add_argument("--workers", type=int, default=min(8, os.cpu_count() or 1), help="threads writing files")
     sizes(data)
-    data.set_defaults(func=_clear_errors(cmd_data))
+    data.set_defaults(func=clear_errors(cmd_data))
 
     evaluate = verbs.add_parser(
         "eval", help="VOE accuracy of trained observers (RUN ...) or the reference ones, next to the paper's Table 1"
@@ -180,7 +167,7 @@ def add_parser(sub) -> None:
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--batch", type=int, default=256, help="pairs scored at once (runs: use ~64)")
     evaluate.add_argument("--out", help="directory for bib_observers.{json,md,png}")
-    evaluate.set_defaults(func=_clear_errors(cmd_eval), compact=True)
+    evaluate.set_defaults(func=clear_errors(cmd_eval), compact=True)
 
 
 def main(argv: list[str] | None = None) -> int:

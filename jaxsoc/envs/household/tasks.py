@@ -333,13 +333,14 @@ def cached_split(split: str, seed: int = 0) -> TaskSet:
 # -- files -----------------------------------------------------------------------------------------------
 
 
-def _flat(state: W.State) -> dict[str, np.ndarray]:
+def _flat(state: W.State) -> dict:
+    """Returns the state's arrays by dotted name (``nodes.cls``, ..., ``goal_count``)."""
     out = {}
     for name, value in vars(state).items():
         if hasattr(value, "__dataclass_fields__"):
-            out.update({f"{name}.{k}": np.asarray(v) for k, v in vars(value).items()})
+            out.update({f"{name}.{k}": v for k, v in vars(value).items()})
         else:
-            out[name] = np.asarray(value)
+            out[name] = value
     return out
 
 
@@ -362,7 +363,7 @@ def save(task_set: TaskSet, path: str | Path) -> Path:
         "num_tasks": len(task_set),
         "goals": task_set.goal_texts(),
     }
-    arrays = _flat(jax.device_get(task_set.states))
+    arrays = {k: np.asarray(v) for k, v in _flat(jax.device_get(task_set.states)).items()}
     with open(path, "wb") as f:
         np.savez_compressed(f, meta=np.array(json.dumps(meta)), activities=task_set.activities, **arrays)
     return path
@@ -379,6 +380,9 @@ def load(path: str | Path) -> TaskSet:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no household task file at {path}")
+    with open(path, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":
+            raise ValueError(f"{path}: not a household task file (not an .npz archive)")
     try:
         data = dict(np.load(path, allow_pickle=False))
         meta = json.loads(str(data.pop("meta")))
