@@ -73,6 +73,9 @@ def test_every_part_writes_complete_stamped_rows(toy_run):
     bib_set, bib_size = rows["bib"]  # the background set (a smaller run at toy sizes), then one throughput row
     assert bib_set["kind"] == "background_set" and not bib_set["full_set"] and bib_set["meets_target"] is None
     assert bib_size["kind"] == "throughput" and bib_size["episodes_per_s"] > 0 and bib_size["frame_checksum"] > 0
+    household = rows["household"]  # one row per action mode, N=4 for 3 steps, the target judged at the largest N
+    assert [r["mode"] for r in household] == ["uniform", "valid", "helper"]
+    assert all(r["steps_per_s"] > 0 and r["env_steps"] == 12 and r["meets_target"] is False for r in household)
     learners = rows["bib_learners"]  # one row per toy kind, each learner class: two seeds, two steps timed
     assert [r["kind"] for r in learners] == ["bib-atc", "bib-bc-mlp", "bib-video-rnn"]
     for r in learners:

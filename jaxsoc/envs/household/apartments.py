@@ -74,7 +74,7 @@ class Apartment:
     - ``room_rect``: ``float32[4, 4]`` each room's ``(x0, z0, x1, z1)`` in metres.
     - ``door_pos``: ``float32[MAX_DOORS, 2]``; ``door_rooms``: ``int8[MAX_DOORS, 2]`` the two rooms a door
       joins (-1 for an absent door).
-    - ``next_door``: ``int8[4, 4]`` the door to walk through first on a shortest route from room ``i`` to
+    - ``next_door``: ``int8[4, 4]`` the door to walk through first on a route with fewest doors from room ``i`` to
       room ``j`` (-1 on the diagonal).
     - ``furniture_class``/``furniture_room``: ``int16/int8[MAX_FURNITURE]`` (class 0 for an empty slot),
       ``furniture_pos``/``furniture_size``: ``float32[MAX_FURNITURE, 2]`` centre and footprint (x, z).
@@ -163,7 +163,8 @@ def _doors(rng: np.random.Generator, rects: np.ndarray, loop: bool):
 
 
 def _next_door(door_rooms: np.ndarray) -> np.ndarray:
-    """Returns ``int8[4, 4]``: the first door on a shortest route (fewest doors) between two rooms."""
+    """Returns ``int8[4, 4]``: the first door on a route with the fewest doors between two rooms (in a square plan
+    with a loop, the two ways round both have two doors and the first found is taken, whatever their lengths)."""
     nxt = np.full((NUM_ROOMS, NUM_ROOMS), -1, np.int8)
     for src in range(NUM_ROOMS):
         first = {src: -1}

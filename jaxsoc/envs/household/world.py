@@ -13,8 +13,8 @@ it. Preconditions are those of VirtualHome's ``execution.py`` (see ``valid_actio
 preconditions fail does nothing and is reported. Both actions' preconditions are checked on the state before
 the step; when neither is a walk and both name the same object, one character, drawn at random, acts (the
 original's ``convert_action``). A walk moves at most ``step_length`` metres (1 m, Unity's ``walktowards``)
-towards the target's anchor, through the doors of a shortest route; with ``teleport`` it arrives at once (the
-symbolic simulator's ``walk``).
+towards the target's anchor, through the doors of the route with fewest doors; with ``teleport`` it arrives at
+once (the symbolic simulator's ``walk``).
 """
 
 from __future__ import annotations
