@@ -14,3 +14,13 @@ def test_tasks_write_show_and_refuse(tmp_path, capsys):
     assert "jaxsoc household tasks: " in capsys.readouterr().err
     assert main(["household", "tasks", "--split", "test-2"]) == 2  # nowhere to write
     assert "--out DIR is required" in capsys.readouterr().err
+
+
+def test_render_an_episode_gif(tmp_path, capsys):
+    out = tmp_path / "ep.gif"
+    args = ["household", "render", "--split", "test-1", "--task", "3", "--teleport", "--bob", "noop", "--out", str(out)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "goal reached in" in printed and out.stat().st_size > 0
+    assert main(["household", "render", "--task", "100", "--out", str(out)]) == 2
+    assert "--task must be in [0, 100)" in capsys.readouterr().err
