@@ -1,0 +1,117 @@
+"""The GPU suite's household part: random-action steps/s of the Watch-And-Help household
+(``jaxsoc.envs.household.throughput``) against the issue's target of ``TARGET_STEPS_PER_S`` on one H100.
+
+One row per (size, mode), largest size first: the rows at the largest size carry the target and a verdict
+(the issue asks for the rate of thousands of households at once; smaller sizes show how the rate grows with
+``N``). Every program is compiled first, in parallel threads; each row is then measured only when the time the
+last rate suggests is left. A program that runs out of device memory gives a row with its ``error`` instead of
+stopping the part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from jaxsoc.envs.household import throughput
+from jaxsoc.gpu_suite.bib import OOM_MARKERS
+from jaxsoc.gpu_suite.core import Context
+
+#: the issue's target: random-action household steps per second on one H100
+TARGET_STEPS_PER_S = 1e7
+
+
+def _guarded(measure: Callable[[], dict], fallback: dict) -> dict:
+    """Returns ``measure()``, or ``fallback`` with an ``error`` when it runs out of device memory."""
+    try:
+        return measure()
+    except Exception as error:  # XLA's runtime error; anything but an out-of-memory is the part's failure
+        message = str(error)
+        if not any(marker in message for marker in OOM_MARKERS):
+            raise
+        return {**fallback, "error": "out of memory: " + message.splitlines()[0][:200]}
+
+
+def household(ctx: Context) -> Iterator[dict]:
+    """Yields one row per size in ``ctx.params["sizes"]`` (in that order) and mode in ``modes`` (see the module
+    docstring); parameters: ``modes`` (``throughput.MODES``), ``sizes``, ``steps``, ``repeats``, ``split``,
+    ``task_seed``, ``seed``, ``target_steps_per_s``."""
+    p = ctx.params
+    repeats, seed, largest = p["repeats"], p["seed"], max(p["sizes"])
+    workloads = [
+        throughput.Workload(mode, n, p["steps"], p["split"], p["task_seed"]) for n in p["sizes"] for mode in p["modes"]
+    ]
+    todo = []
+    for w in workloads:
+        row = ctx.previous(throughput.row_key(w, repeats, seed))
+        if row is not None:
+            yield row
+        else:
+            todo.append(w)
+    if not todo or ctx.out_of_time(0):
+        return
+    throughput.compile_workloads(todo, ctx.workers)
+    ctx.log(f"compiled {len(todo)} programs")
+    if ctx.out_of_time(0):  # a rerun loads them from the compilation cache
+        return
+    rate = None
+    for w in todo:
+        need = 0.0 if rate is None else (1 + repeats) * w.num_envs * w.steps / rate
+        if ctx.out_of_time(need):
+            return
+        fallback = {
+            "key": throughput.row_key(w, repeats, seed),
+            "mode": w.mode,
+            "num_envs": w.num_envs,
+            "steps": w.steps,
+            "repeats": repeats,
+        }
+        row = _guarded(lambda w=w: throughput.measure_workload(w, repeats, seed), fallback)
+        rate = row.get("steps_per_s") or rate
+        target = p["target_steps_per_s"] if w.num_envs == largest else None
+        met = None if target is None or row.get("error") else row["steps_per_s"] >= target
+        if row.get("steps_per_s"):
+            ctx.log(f"{w.mode} N={w.num_envs}: {row['steps_per_s']:.3g} steps/s")
+        yield {**row, "target_steps_per_s": target, "meets_target": met}
+
+
+def _verdict(row: dict) -> str:
+    if row.get("error") or row.get("meets_target") is None:
+        return "–"
+    return "pass" if row["meets_target"] else "**FAIL**"
+
+
+def _num(x: Any, spec: str = ".3g") -> str:
+    return "–" if x is None else format(x, spec)
+
+
+def render_household(rows: list[dict]) -> str:
+    """Returns the part's markdown: a sentence on the headline (the best rate at the largest size against the
+    target), then one line per row: mode, N, T, steps/s, agent actions/s, the ratio to one Unity process,
+    actions carried out, compile seconds, the target and its verdict."""
+    rows = sorted(rows, key=lambda r: (-r["num_envs"], throughput.MODES.index(r["mode"])))
+    lines = [
+        "| mode | env | N | T | steps/s | agent actions/s | × one Unity process | actions valid (Alice, Bob) | "
+        "compile s | target | pass |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for r in rows:
+        if r.get("error"):
+            lines.append(f"| {r['mode']} | – | {r['num_envs']:,} | {r['steps']} | {r['error']} ||||||")
+            continue
+        alice, bob = r["valid_fraction"]
+        lines.append(
+            f"| {r['mode']} | {r['env']} | {r['num_envs']:,} | {r['steps']} | {_num(r['steps_per_s'])} | "
+            f"{_num(r['agent_actions_per_s'])} | {_num(r['ratio_unity'], ',.0f')} | {alice:.2f}, {bob:.2f} | "
+            f"{_num(r['compile_s'], '.1f')} | {_num(r.get('target_steps_per_s'), '.0e')} | {_verdict(r)} |"
+        )
+    judged = [r for r in rows if r.get("meets_target") is not None]
+    head = f"{sum(r['meets_target'] for r in judged)} of {len(judged)} rows at the largest size meet the target. "
+    modes = "; ".join(f"{m}: {throughput.MODE_TEXT[m]}" for m in throughput.MODES if any(r["mode"] == m for r in rows))
+    head += f"Actions: {modes}.\n\n"
+    tail = (
+        f"\n\nOne step advances one household by one time step, both characters acting. The reference is the "
+        f"paper's {throughput.REFERENCE_ACTIONS_PER_S:.0f} actions/s per Unity process (quoted, not measured); "
+        "the ratio counts a step of two actions as one."
+    )
+    return head + "\n".join(lines) + tail
