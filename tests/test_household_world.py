@@ -472,3 +472,26 @@ def test_bad_input_is_refused(two_agent, tmp_path):
         E.check_params(params.replace(reward="dense"))
     with pytest.raises(KeyError, match="WatchAndHelp-v0"):
         jaxsoc.make("WatchAndHelp-v1")
+
+
+def test_the_faster_auto_reset_equals_the_base_classes(two_agent, kitchen):
+    from jaxsoc.core.env import Environment
+    from jaxsoc.core.multi_agent import MultiAgentEnvironment
+
+    env, params = two_agent
+    state, n = kitchen
+    actions = {"alice": jnp.int32(a("open", n["fridge"])), "bob": jnp.int32(0)}
+    for step in (0, 249):  # a plain step and one that truncates (and so resets)
+        s = state.replace(step=jnp.int32(step))
+        mine = jax.jit(env._auto_reset_step)(jax.random.key(7), s, actions, params)
+        base = jax.jit(lambda *x: MultiAgentEnvironment._auto_reset_step(env, *x))(
+            jax.random.key(7), s, actions, params
+        )
+        chex.assert_trees_all_equal(mine, base)
+    helper, hparams = jaxsoc.make("WatchAndHelp-Helper-v0")
+    _, hstate = helper.reset(jax.random.key(0), hparams)
+    for step in (0, 249):
+        s = hstate.replace(world=hstate.world.replace(step=jnp.int32(step)))
+        mine = jax.jit(helper._auto_reset_step)(jax.random.key(3), s, jnp.int32(0), hparams)
+        base = jax.jit(lambda *x: Environment._auto_reset_step(helper, *x))(jax.random.key(3), s, jnp.int32(0), hparams)
+        chex.assert_trees_all_equal(mine, base)

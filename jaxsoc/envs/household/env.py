@@ -106,6 +106,10 @@ def advance(key: jax.Array, state: W.State, actions: jax.Array, params: Househol
     return state, reward.astype(jnp.float32), success, truncated, info
 
 
+def _select(pred: jax.Array, on_true, on_false):
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
+
+
 def _observe_all(state: W.State, params: HouseholdParams) -> dict:
     return {agent: W.observe(state, c, params.goal_for[c]) for c, agent in enumerate(W.AGENTS)}
 
@@ -124,13 +128,26 @@ class HouseholdEnv(MultiAgentEnvironment):
         state = draw_task(key, params)
         return _observe_all(state, params), state
 
-    def step_env(self, key, state, actions, params):
+    def _transition(self, key, state, actions, params):
         joint = jnp.stack([jnp.asarray(actions[a], jnp.int32) for a in self.agents])
         state, reward, terminated, truncated, info = advance(key, state, joint, params)
         done = terminated | truncated
         rewards = {a: reward for a in self.agents}
         dones = {**{a: done for a in self.agents}, "__all__": done}
-        info = dict(info, terminated=terminated, truncated=truncated)
+        return state, rewards, dones, dict(info, terminated=terminated, truncated=truncated)
+
+    def step_env(self, key, state, actions, params):
+        state, rewards, dones, info = self._transition(key, state, actions, params)
+        return _observe_all(state, params), state, rewards, dones, info
+
+    def _auto_reset_step(self, key, state, actions, params):
+        """The base class's auto-reset with the state selected before observing: the observation returned is
+        computed once, and ``final_observation`` separately, so a caller that ignores it does not pay for it
+        (XLA drops it); the base class observes both the stepped and the fresh state to select between them."""
+        key, key_reset = jax.random.split(key)
+        stepped, rewards, dones, info = self._transition(key, state, actions, params)
+        state = _select(dones["__all__"], draw_task(key_reset, params), stepped)
+        info = dict(info, final_observation=_observe_all(stepped, params), final_state=stepped)
         return _observe_all(state, params), state, rewards, dones, info
 
     def action_space(self, agent: str = "alice", params=None) -> spaces.Discrete:
@@ -161,10 +178,9 @@ class AlicePolicy(Protocol):
 def random_valid_action(key: jax.Array, state: W.State, char: int) -> jax.Array:
     """Returns a uniformly drawn action (``int32``) among those whose preconditions hold for ``char`` (noop
     counted once)."""
-    valid = W.valid_actions(state, char)
-    valid = valid.at[0, 1:].set(False)
-    logits = jnp.where(valid.reshape(-1), 0.0, -jnp.inf)
-    return jax.random.categorical(key, logits).astype(jnp.int32)
+    valid = W.valid_actions(state, char).at[0, 1:].set(False).reshape(-1)
+    rank = jax.random.randint(key, (), 0, valid.sum())  # the rank-th valid action: one random number
+    return jnp.argmax(jnp.cumsum(valid) > rank).astype(jnp.int32)
 
 
 class RandomAlice:
@@ -203,17 +219,28 @@ class HelperEnv(Environment):
         state = HelperState(world=world, alice=self.alice.init(k_alice, world, params))
         return W.observe(world, 1, params.goal_for[1]), state
 
-    def step_env(self, key, state, action, params):
+    def _transition(self, key, state, action, params):
         k_alice, k_step = jax.random.split(key)
         world = state.world
-        alice_action, memory = self.alice.act(
-            k_alice, state.alice, W.observe(world, 0, params.goal_for[0]), world, params
-        )
+        alice_obs = W.observe(world, 0, params.goal_for[0])
+        alice_action, memory = self.alice.act(k_alice, state.alice, alice_obs, world, params)
         joint = jnp.stack([alice_action, jnp.asarray(action, jnp.int32)])
         world, reward, terminated, truncated, info = advance(k_step, world, joint, params)
         info = dict(info, alice_action=alice_action)
-        obs = W.observe(world, 1, params.goal_for[1])
-        return obs, HelperState(world=world, alice=memory), reward, terminated, truncated, info
+        return HelperState(world=world, alice=memory), reward, terminated, truncated, info
+
+    def step_env(self, key, state, action, params):
+        state, reward, terminated, truncated, info = self._transition(key, state, action, params)
+        return W.observe(state.world, 1, params.goal_for[1]), state, reward, terminated, truncated, info
+
+    def _auto_reset_step(self, key, state, action, params):
+        """As ``HouseholdEnv._auto_reset_step``: the state is selected first and observed once."""
+        key, key_reset = jax.random.split(key)
+        stepped, reward, terminated, truncated, info = self._transition(key, state, action, params)
+        _, fresh = self.reset_env(key_reset, params)
+        state = _select(terminated | truncated, fresh, stepped)
+        info = dict(info, final_observation=W.observe(stepped.world, 1, params.goal_for[1]), final_state=stepped)
+        return W.observe(state.world, 1, params.goal_for[1]), state, reward, terminated, truncated, info
 
     def action_space(self, params=None) -> spaces.Discrete:
         return spaces.Discrete(W.NUM_ACTIONS)

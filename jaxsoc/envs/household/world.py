@@ -143,11 +143,11 @@ class View(struct.PyTreeNode):
     room: jax.Array
 
 
-def view(state: State, char: int | jax.Array) -> View:
+def view(state: State, char: int | jax.Array, holder: jax.Array | None = None) -> View:
     """Returns character ``char``'s ``View``. Visible (the original's ``get_visible_nodes``): every room and
     door, what it holds, and the nodes in its room whose relation is not INSIDE a closed container."""
     nodes = state.nodes
-    holder = holders(state)
+    holder = holders(state) if holder is None else holder
     room = node_rooms(state, holder)
     parent_open = (nodes.states[jnp.maximum(nodes.parent, 0)] & C.OPEN) > 0
     here = room == state.chars.room[char]
@@ -234,9 +234,7 @@ def interaction_object(state: State, char, verb: jax.Array, target: jax.Array) -
 def _walk(state: State, char, target, params) -> tuple[jax.Array, jax.Array]:
     """Returns ``(room, pos)`` of ``char`` after walking towards ``target``: at most ``step_length`` metres
     along the route's doors (at most 3 on a 4-room route), or straight there with ``teleport``."""
-    holder = holders(state)
-    goal_room = node_rooms(state, holder)[target]
-    goal_pos = anchors(state, holder)[target]
+    goal_room, goal_pos = place_of(state, target)
     if params.teleport:
         return goal_room.astype(jnp.int8), goal_pos
     room, pos = state.chars.room[char], state.chars.pos[char]
@@ -255,6 +253,19 @@ def _walk(state: State, char, target, params) -> tuple[jax.Array, jax.Array]:
         room = jnp.where(crossed, jnp.where(a == room, b, a), room)
         budget = budget - move
     return room.astype(jnp.int8), pos
+
+
+def place_of(state: State, node: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Returns ``(room int8, anchor float32[2])`` of one node (``node_rooms`` and ``anchors`` for a single node,
+    without computing them for all)."""
+    nodes, chars = state.nodes, state.chars
+    in_hand = chars.hands.reshape(-1) == node
+    held = in_hand.any()
+    holder = jnp.argmax(in_hand) // 2
+    parent = jnp.maximum(nodes.parent[node], 0)
+    placed = (nodes.relation[node] == C.ON_TOP) | (nodes.relation[node] == C.INSIDE)
+    pos = jnp.where(held, chars.pos[holder], jnp.where(placed, nodes.pos[parent], nodes.pos[node]))
+    return jnp.where(held, chars.room[holder], nodes.room[node]).astype(jnp.int8), pos
 
 
 def _offset(obj: jax.Array, size: jax.Array) -> jax.Array:
@@ -314,7 +325,8 @@ def transition(key: jax.Array, state: State, actions: jax.Array, params) -> tupl
     ``conflict`` bool (both named the same object and one was drawn to act), ``actor`` int32 (who acted in a
     conflict, else -1). The step counter is not advanced here."""
     verb, target = decode_action(jnp.clip(actions, 0, NUM_ACTIONS - 1))
-    ok = jnp.stack([valid_actions(state, c)[verb[c], target[c]] for c in range(NUM_CHARACTERS)])
+    holder = holders(state)
+    ok = jnp.stack([valid_actions(state, c, view(state, c, holder))[verb[c], target[c]] for c in range(NUM_CHARACTERS)])
     first = jnp.stack([interaction_object(state, c, verb[c], target[c]) for c in range(NUM_CHARACTERS)])
     conflict = ok.all() & (first[0] >= 0) & (first[0] == first[1])
     actor = jax.random.randint(key, (), 0, NUM_CHARACTERS)
