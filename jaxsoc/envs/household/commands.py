@@ -4,6 +4,7 @@ jaxsoc household tasks --out tasks                        # train.npz, test-1.np
 jaxsoc household tasks --split test-1 --seed 3 --out t    # one set
 jaxsoc household tasks --show tasks/test-1.npz            # check a file and summarise it
 jaxsoc household render --split test-1 --task 4 --out ep.gif   # the scripted solver as Alice, random Bob
+jaxsoc household eval --helper hp hprg random oracle-b oracle-ab --split test-1 --out results/help
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from jaxsoc.core.commands import clear_errors
 
 POLICIES = ("noop", "random", "solver")
+HELPERS = ("alice-alone", "hp", "hprg", "random", "oracle-b", "oracle-ab")
 
 
 def _summary(task_set) -> str:
@@ -111,6 +113,151 @@ def cmd_render(args) -> int:
     return 0
 
 
+def _episodes(task_set, agent_alice, agent_helper, params, seeds: int, batch: int, num_tasks: int, seed: int):
+    """Returns ``play``'s results for every (task, seed) pair, reshaped to ``[tasks, seeds]``."""
+    from jaxsoc.envs.household import tasks as T
+    from jaxsoc.envs.household.agents import evaluate as EV
+
+    run = jax.jit(lambda t, k: EV.play(t, agent_alice, agent_helper, params, k))
+    chosen = task_index(len(task_set), num_tasks)
+    index = np.repeat(chosen, seeds)
+    keys = jax.random.split(jax.random.key(seed), len(index))
+    parts = []
+    for start in range(0, len(index), batch):
+        rows = index[start : start + batch]
+        pad = batch - len(rows)
+        tasks = T.take(task_set.states, np.concatenate([rows, np.zeros(pad, int)]))
+        k = jnp.concatenate([keys[start : start + batch], keys[:pad]])
+        out = jax.device_get(run(tasks, k))
+        parts.append({name: value[: len(rows)] for name, value in out.items()})
+    return {
+        name: np.concatenate([p[name] for p in parts]).reshape(num_tasks, seeds, *parts[0][name].shape[1:])
+        for name in parts[0]
+    }
+
+
+def task_index(total: int, num: int) -> np.ndarray:
+    """Returns ``num`` task indices spread evenly over ``[0, total)`` (all of them when ``num >= total``), so a
+    subset covers every activity of a set ordered by activity."""
+    if num >= total:
+        return np.arange(total)
+    return np.unique(np.round(np.linspace(0, total - 1, num)).astype(int))
+
+
+def _format(results: dict, split: str) -> str:
+    lines = [
+        f"Help stage on {split}: mean ± standard error over tasks (each task's runs averaged first)",
+        "",
+        "| helper | group | tasks | success alone | success helped | length alone | length helped | speedup | "
+        "reward alone | reward helped | runs with a conflict |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    fmt = lambda pair, p=3: f"{pair[0]:.{p}f} ± {pair[1]:.{p}f}" if pair else "–"  # noqa: E731
+    for helper, table in results.items():
+        for group, row in table.items():
+            lines.append(
+                f"| {helper} | {group} | {row['tasks']} | {fmt(row['alone_success'])} | "
+                f"{fmt(row.get('helped_success'))} | {fmt(row['alone_length'], 1)} | "
+                f"{fmt(row.get('helped_length'), 1)} | "
+                f"{fmt(row.get('speedup'))} | {fmt(row['alone_reward'])} | {fmt(row.get('helped_reward'))} | "
+                f"{fmt(row.get('conflict_runs'), 2)} |"
+            )
+    return "\n".join(lines)
+
+
+def _plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for helper, table in results.items():
+        row = table["all"]
+        if "speedup" not in row:
+            continue
+        ax.errorbar(
+            row["helped_success"][0],
+            row["speedup"][0],
+            xerr=row["helped_success"][1],
+            yerr=row["speedup"][1],
+            fmt="o",
+            capsize=3,
+            label=helper,
+        )
+    alone = next(iter(results.values()))["all"]["alone_success"]
+    ax.errorbar(alone[0], 0.0, xerr=alone[1], fmt="s", color="black", capsize=3, label="Alice alone")
+    ax.axhline(0.0, color="grey", lw=0.5)
+    ax.set_xlabel("success rate")
+    ax.set_ylabel("speedup (L_Alice / L_help - 1)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def cmd_eval(args) -> int:
+    import json
+    import time
+
+    from jaxsoc.envs.household import env as E
+    from jaxsoc.envs.household import tasks as T
+    from jaxsoc.envs.household.agents import agents as AG
+    from jaxsoc.envs.household.agents import evaluate as EV
+
+    for name in args.helper:
+        if name not in HELPERS:
+            raise ValueError(f"unknown helper {name!r}; choose from {list(HELPERS)}")
+    if args.seeds < 1 or args.batch < 1 or args.simulations < 1:
+        raise ValueError("--seeds, --batch and --simulations must be positive")
+    task_set = T.load(args.tasks) if args.tasks else T.cached_split(args.split, args.task_seed)
+    num_tasks = len(task_set) if args.num_tasks is None else min(args.num_tasks, len(task_set))
+    params = E.HouseholdParams(tasks=task_set.states, teleport=args.teleport)
+    acts = np.asarray(task_set.activities)[task_index(len(task_set), num_tasks)]
+    episodes = lambda alice, helper: _episodes(  # noqa: E731
+        task_set, alice, helper, params, args.seeds, args.batch, num_tasks, args.seed
+    )
+    alone_runs, results, raw = {}, {}, {}
+    start = time.perf_counter()
+    for name in args.helper:
+        alice_kind = "alice-oracle" if name == "oracle-ab" else "alice"
+        alice = AG.make_agent(alice_kind, args.simulations)
+        if alice_kind not in alone_runs:
+            alone_runs[alice_kind] = episodes(alice, None)
+        helper = (
+            None
+            if name == "alice-alone"
+            else AG.make_agent("oracle-b" if name == "oracle-ab" else name, args.simulations)
+        )
+        helped = episodes(alice, helper) if helper is not None else None
+        results[name] = EV.metrics(alone_runs[alice_kind], helped, acts)
+        raw[name] = {"alone": alone_runs[alice_kind], "helped": helped}
+        print(f"{name}: done ({time.perf_counter() - start:.0f} s)", flush=True)
+    table = _format(results, task_set.split)
+    print(table)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        record = {
+            "split": task_set.split,
+            "tasks": num_tasks,
+            "seeds": args.seeds,
+            "simulations": args.simulations,
+            "teleport": args.teleport,
+            "device": jax.devices()[0].device_kind,
+            "seconds": time.perf_counter() - start,
+            "results": results,
+            "lengths": {
+                k: {w: (v[w]["length"].tolist() if v[w] is not None else None) for w in v} for k, v in raw.items()
+            },
+        }
+        (out / "household_help.json").write_text(json.dumps(record, indent=1))
+        (out / "household_help.md").write_text(table + "\n")
+        _plot(results, out / "household_help.png")
+        print(f"wrote {out}/household_help.{{json,md,png}}")
+    return 0
+
+
 def add_parser(sub) -> None:
     """Adds ``jaxsoc household {tasks,render}`` to the ``jaxsoc`` command's subparsers."""
     from jaxsoc.envs.household.tasks import SPLITS
@@ -137,6 +284,20 @@ def add_parser(sub) -> None:
     render.add_argument("--fps", type=float, default=4)
     render.add_argument("--out", default="household.gif")
     render.set_defaults(func=clear_errors(cmd_render))
+
+    evaluate = verbs.add_parser("eval", help="the Help stage: Alice alone and with helpers, the paper's metrics")
+    evaluate.add_argument("--helper", nargs="+", default=["hp"], help=f"any of {', '.join(HELPERS)}")
+    evaluate.add_argument("--split", choices=list(SPLITS), default="test-1")
+    evaluate.add_argument("--tasks", help="a task file (instead of --split)")
+    evaluate.add_argument("--task-seed", type=int, default=0, help="the seed the split is built from")
+    evaluate.add_argument("--num-tasks", type=int, help="the first N tasks only (default: all)")
+    evaluate.add_argument("--seeds", type=int, default=5, help="runs per task (the paper: 5)")
+    evaluate.add_argument("--simulations", type=int, default=100, help="tree-search simulations per step")
+    evaluate.add_argument("--teleport", action="store_true", help="walks arrive at once")
+    evaluate.add_argument("--batch", type=int, default=100, help="episodes run at once")
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--out", help="directory for household_help.{json,md,png}")
+    evaluate.set_defaults(func=clear_errors(cmd_eval))
 
 
 def main(argv: list[str] | None = None) -> int:

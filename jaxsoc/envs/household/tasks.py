@@ -275,8 +275,9 @@ def _goal_key(count: np.ndarray) -> bytes:
     return np.asarray(count, np.int8).tobytes()
 
 
-def _take(states, index) -> W.State:
-    return jax.tree_util.tree_map(lambda x: np.asarray(x)[np.asarray(index, np.int64)], states)
+def take(states: W.State, index) -> W.State:
+    """Returns the tasks ``index`` (int array) of a bank ``states`` (a ``world.State`` with a task axis)."""
+    return jax.tree_util.tree_map(lambda x: x[np.asarray(index, np.int64)], states)
 
 
 def _test1(seed: int) -> tuple[W.State, np.ndarray]:
@@ -294,7 +295,7 @@ def _test1(seed: int) -> tuple[W.State, np.ndarray]:
                 taken += 1
         if taken < SPLITS["test-1"] // PR.NUM_ACTIVITIES:
             raise RuntimeError(f"test-1: only {taken} distinct goals for {PR.ACTIVITY_NAMES[a]}")
-    return _take(states, chosen), acts[chosen]
+    return take(states, chosen), acts[chosen]
 
 
 def make_split(split: str, seed: int = 0) -> TaskSet:
@@ -313,7 +314,7 @@ def make_split(split: str, seed: int = 0) -> TaskSet:
             for a in range(PR.NUM_ACTIVITIES)
         ]
         chosen = [per_act[t % PR.NUM_ACTIVITIES][t // PR.NUM_ACTIVITIES] for t in range(SPLITS["train"])]
-        states, acts = _take(states, chosen), acts[chosen]
+        states, acts = take(states, chosen), acts[chosen]
     else:
         key = jax.random.fold_in(jax.random.key(seed), 2)
         plan = [(pair, allowed_apartments(pair, A.TEST_APARTMENTS)) for pair in _PAIRS]

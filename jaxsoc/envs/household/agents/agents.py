@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxsoc.envs.household import classes as C
 from jaxsoc.envs.household import env as E
 from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import world as W
@@ -71,7 +72,7 @@ def random_goal(key: jax.Array, state: W.State) -> tuple[jax.Array, jax.Array]:
         return jnp.where(hits.any(), jnp.argmax(hits), -1)
 
     by_class = jnp.stack([first(c) for c in PR.PRED_TARGET_CLASS])
-    table = jnp.asarray(PR.PRED_TARGET_CLASS == PR.PRED_TARGET_CLASS[0])  # the kitchen-table predicates
+    table = jnp.asarray(np.equal(PR.PRED_TARGET_CLASS, C.CLASS["kitchentable"]))  # the kitchen-table predicates
     alice_table = jnp.where(table, state.goal_target, -1).max()  # the table Alice's goal names, if any
     target = jnp.where(table & (alice_table >= 0), alice_table, by_class)
     count = jnp.where(target >= 0, count, 0)
