@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     """Returns the script's argument parser."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", nargs="+", type=int, help="parallel households (default: by backend, see above)")
-    parser.add_argument("--modes", nargs="+", choices=throughput.MODES, default=list(throughput.MODES))
+    parser.add_argument("--modes", nargs="+", choices=throughput.MODES, default=list(throughput.RANDOM_MODES))
     parser.add_argument("--steps", type=int, default=100, help="time steps per call (one lax.scan)")
     parser.add_argument("--repeats", type=int, help="timed calls after a warm-up (default 3; 2 on a CPU)")
     parser.add_argument("--split", default="train", help="the task bank the households reset from")

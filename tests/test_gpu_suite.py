@@ -76,6 +76,8 @@ def test_every_part_writes_complete_stamped_rows(toy_run):
     household = rows["household"]  # one row per action mode, N=4 for 3 steps, the target judged at the largest N
     assert [r["mode"] for r in household] == ["uniform", "valid", "helper"]
     assert all(r["steps_per_s"] > 0 and r["env_steps"] == 12 and r["meets_target"] is False for r in household)
+    (agents,) = rows["household_agents"]  # the planning Alice and helper: measured, no target
+    assert agents["mode"] == "planners" and agents["steps_per_s"] > 0 and agents["meets_target"] is None
     learners = rows["bib_learners"]  # one row per toy kind, each learner class: two seeds, two steps timed
     assert [r["kind"] for r in learners] == ["bib-atc", "bib-bc-mlp", "bib-video-rnn"]
     for r in learners:

@@ -30,7 +30,7 @@ def rows():
 
 
 def test_measure_returns_positive_rates_and_complete_rows(rows):
-    assert [r["mode"] for r in rows] == list(throughput.MODES)
+    assert [r["mode"] for r in rows] == list(throughput.RANDOM_MODES)
     assert [r["env"] for r in rows] == ["HouseholdEnv", "HouseholdEnv", "HelperEnv"]
     for r in rows:
         assert r["num_envs"] == N and r["steps"] == T and r["env_steps"] == N * T and r["repeats"] == 1
@@ -118,7 +118,7 @@ def test_suite_part_stops_without_time_and_resumes(rows, tmp_path):
     state = core.run_part(part, tmp_path, params=part.toy, budget_s=0, toy=True)
     assert not state["complete"] and state["rows"] == []
     state = core.run_part(part, tmp_path, params=part.toy, budget_s=60, toy=True)
-    assert state["complete"] and [r["mode"] for r in state["rows"]] == list(throughput.MODES)
+    assert state["complete"] and [r["mode"] for r in state["rows"]] == list(throughput.RANDOM_MODES)
     assert all(r["target_steps_per_s"] == 1e7 and r["meets_target"] is False for r in state["rows"])  # a CPU, N=4
     saved = json.loads(core.row_path(tmp_path, "household").read_text())
     saved.update(complete=False, rows=saved["rows"][:1])  # as if the budget had ended after the first row

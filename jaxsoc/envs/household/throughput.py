@@ -12,6 +12,9 @@ step, ended or not, so its cost is always counted). The actions are drawn inside
   (``env.random_valid_action``: one more ``valid_actions`` and a categorical draw over the 968 ids per character).
 - ``"helper"``: ``HelperEnv``, the single-agent view: Bob draws uniformly from the whole space, the built-in
   ``RandomAlice`` draws a valid action inside ``step``.
+- ``"planners"``: ``HouseholdEnv`` with the human-like Alice and the HP helper (``agents.make_agent``): every
+  step both update their beliefs, sample a world and run a 100-simulation tree search, planning included in
+  the rate; a world whose episode ended starts its agents' memories afresh.
 
 Observations stay in the scan carry, so they cannot be dropped as dead code; the program returns a few
 ``uint32``/``float32`` scalars only (episodes ended, actions carried out per character, the summed reward and a
@@ -45,12 +48,15 @@ from jaxsoc.envs.household import world as W
 
 #: the paper's rate of one Unity process of VirtualHome-Social: "A single process runs at 10 actions per second"
 REFERENCE_ACTIONS_PER_S = 10.0
-MODES = ("uniform", "valid", "helper")
+MODES = ("uniform", "valid", "helper", "planners")
 MODE_TEXT = {
     "uniform": "both uniform over all 968 ids",
     "valid": "both uniform over their valid actions",
     "helper": "Bob uniform over all ids, built-in random-valid Alice",
+    "planners": "the human-like Alice and the HP helper, both planning every step",
 }
+#: the modes ``measure`` runs by default (``planners`` is slow to compile and to run: asked for explicitly)
+RANDOM_MODES = ("uniform", "valid", "helper")
 
 
 def check_mode(mode: str) -> str:
@@ -104,6 +110,9 @@ class Workload:
         step = jax.vmap(env._auto_reset_step, in_axes=(0, 0, 0, None))
         valid_action = jax.vmap(E.random_valid_action, in_axes=(0, 0, None))
 
+        if mode == "planners":
+            return self._build_planners()
+
         def actions(key: jax.Array, state):
             if mode == "helper":
                 return jax.random.randint(key, (n,), 0, W.NUM_ACTIONS, jnp.int32)
@@ -134,6 +143,52 @@ class Workload:
             carry = (obs, state, jnp.zeros(n, jnp.uint32), jnp.zeros((n, 2), jnp.uint32), jnp.zeros(n, jnp.float32))
             carry = jax.lax.scan(functools.partial(body, k_run), carry, jnp.arange(steps))[0]
             obs, _, episodes, valid, reward = carry
+            return {
+                "episodes": jnp.sum(episodes, dtype=jnp.uint32),
+                "valid": jnp.sum(valid, axis=0, dtype=jnp.uint32),
+                "reward": jnp.sum(reward),
+                "checksum": obs_checksum(obs),
+            }
+
+        return run
+
+    def _build_planners(self) -> Callable[[jax.Array], dict[str, jax.Array]]:
+        from jaxsoc.envs.household.agents.agents import make_agent
+
+        n, steps = self.num_envs, self.steps
+        env, params = E.HouseholdEnv(), self.params()
+        alice, bob = make_agent("alice"), make_agent("hp")
+        reset = jax.vmap(env.reset_env, in_axes=(0, None))
+        step = jax.vmap(env._auto_reset_step, in_axes=(0, 0, 0, None))
+        init_a, init_b = jax.vmap(alice.init), jax.vmap(bob.init)
+        act_a, act_b = jax.vmap(alice.act), jax.vmap(bob.act)
+
+        def body(k_run: jax.Array, carry, t):
+            obs, state, mem_a, mem_b, episodes, valid, reward = carry
+            ka, kb, k_step, k_init = jax.random.split(jax.random.fold_in(k_run, t), 4)
+            a, mem_a = act_a(jax.random.split(ka, n), mem_a, state, mem_b)
+            b, mem_b = act_b(jax.random.split(kb, n), mem_b, state, mem_a)
+            obs, state, rewards, dones, info = step(jax.random.split(k_step, n), state, {"alice": a, "bob": b}, params)
+            done = dones["__all__"]
+            keys = jax.random.split(k_init, (2, n))
+            fresh_a, fresh_b = init_a(keys[0], state), init_b(keys[1], state)
+            pick = lambda new, old: jax.tree_util.tree_map(  # noqa: E731
+                lambda x, y: jnp.where(done.reshape((-1,) + (1,) * (x.ndim - 1)), x, y), new, old
+            )
+            mem_a, mem_b = pick(fresh_a, mem_a), pick(fresh_b, mem_b)
+            episodes = episodes + done.astype(jnp.uint32)
+            valid = valid + info["action_valid"].astype(jnp.uint32)
+            return (obs, state, mem_a, mem_b, episodes, valid, reward + rewards["alice"]), None
+
+        def run(key: jax.Array) -> dict[str, jax.Array]:
+            k_reset, k_init, k_run = jax.random.split(key, 3)
+            obs, state = reset(jax.random.split(k_reset, n), params)
+            keys = jax.random.split(k_init, (2, n))
+            mem_a, mem_b = init_a(keys[0], state), init_b(keys[1], state)
+            zeros = (jnp.zeros(n, jnp.uint32), jnp.zeros((n, 2), jnp.uint32), jnp.zeros(n, jnp.float32))
+            carry = (obs, state, mem_a, mem_b, *zeros)
+            carry = jax.lax.scan(functools.partial(body, k_run), carry, jnp.arange(steps))[0]
+            obs, _, _, _, episodes, valid, reward = carry
             return {
                 "episodes": jnp.sum(episodes, dtype=jnp.uint32),
                 "valid": jnp.sum(valid, axis=0, dtype=jnp.uint32),
@@ -227,7 +282,7 @@ def measure_workload(workload: Workload, repeats: int = 3, seed: int = 0) -> dic
 
 def measure(
     sizes: Sequence[int],
-    modes: Sequence[str] = MODES,
+    modes: Sequence[str] = RANDOM_MODES,
     steps: int = 100,
     repeats: int = 3,
     seed: int = 0,
