@@ -5,6 +5,7 @@ jaxsoc household tasks --split test-1 --seed 3 --out t    # one set
 jaxsoc household tasks --show tasks/test-1.npz            # check a file and summarise it
 jaxsoc household render --split test-1 --task 4 --out ep.gif   # the scripted solver as Alice, random Bob
 jaxsoc household eval --helper hp hprg random oracle-b oracle-ab --split test-1 --out results/help
+jaxsoc household demos --split train --out demos            # Alice-alone Watch demonstrations: demos/train.npz
 """
 
 from __future__ import annotations
@@ -258,8 +259,33 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_demos(args) -> int:
+    import time
+
+    from jaxsoc.envs.household.agents import demos as D
+
+    if args.batch < 1 or args.simulations < 1 or args.max_steps < 1:
+        raise ValueError("--batch, --simulations and --max-steps must be positive")
+    task_set = D.split_tasks(args.split, args.task_seed, args.episodes)
+    print(
+        f"recording {len(task_set)} {args.split} episodes of Alice alone ({args.simulations} simulations)", flush=True
+    )
+    start = time.perf_counter()
+    report = lambda done, total: print(f"  {done}/{total} ({time.perf_counter() - start:.0f} s)", flush=True)  # noqa: E731
+    demos = D.record(task_set, args.seed, args.max_steps, args.batch, args.simulations, progress=report)
+    seconds = time.perf_counter() - start
+    path = D.save(demos, Path(args.out) / f"{args.split}.npz")
+    won = demos.success
+    mean_won = f"{demos.length[won].mean():.1f}" if won.any() else "-"
+    print(
+        f"wrote {path}: {len(demos)} episodes, success rate {won.mean():.3f}, mean length {demos.length.mean():.1f} "
+        f"(successful: {mean_won}), {len(demos) / seconds:.2f} episodes/s"
+    )
+    return 0
+
+
 def add_parser(sub) -> None:
-    """Adds ``jaxsoc household {tasks,render}`` to the ``jaxsoc`` command's subparsers."""
+    """Adds ``jaxsoc household {tasks,render,eval,demos}`` to the ``jaxsoc`` command's subparsers."""
     from jaxsoc.envs.household.tasks import SPLITS
 
     household = sub.add_parser("household", help="Watch-And-Help's household: task sets and episode GIFs")
@@ -298,6 +324,21 @@ def add_parser(sub) -> None:
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--out", help="directory for household_help.{json,md,png}")
     evaluate.set_defaults(func=clear_errors(cmd_eval))
+
+    demos = verbs.add_parser("demos", help="the Watch stage: record Alice-alone demonstrations of a task set")
+    demos.add_argument("--split", choices=["train", "extra", "test-1", "test-2"], default="train")
+    demos.add_argument("--out", required=True, help="directory for <split>.npz")
+    demos.add_argument(
+        "--episodes",
+        type=int,
+        help="only N tasks: the first N of extra (default 5,303), else N spread round-robin over the activities",
+    )
+    demos.add_argument("--seed", type=int, default=0, help="the recording's seed (Alice's keys)")
+    demos.add_argument("--task-seed", type=int, default=0, help="the seed the split is built from")
+    demos.add_argument("--simulations", type=int, default=100, help="tree-search simulations per step")
+    demos.add_argument("--max-steps", type=int, default=250, help="steps before an episode counts as failed")
+    demos.add_argument("--batch", type=int, default=64, help="episodes run at once")
+    demos.set_defaults(func=clear_errors(cmd_demos))
 
 
 def main(argv: list[str] | None = None) -> int:
