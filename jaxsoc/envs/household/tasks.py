@@ -407,7 +407,7 @@ def load(path: str | Path) -> TaskSet:
             raise ValueError(
                 f"{path}: array {name!r} has shape {got.shape} and dtype {got.dtype}; expected {(num, *shape)} {dtype}"
             )
-    _check_ranges(path, data)
+    check_ranges(path, data)
     nodes = W.Nodes(**{k.split(".", 1)[1]: jnp.asarray(v) for k, v in data.items() if k.startswith("nodes.")})
     chars = W.Characters(**{k.split(".", 1)[1]: jnp.asarray(v) for k, v in data.items() if k.startswith("chars.")})
     rest = {k: jnp.asarray(v) for k, v in data.items() if "." not in k and k in layout}
@@ -415,7 +415,9 @@ def load(path: str | Path) -> TaskSet:
     return TaskSet(states=states, activities=acts, split=str(meta.get("split")), seed=int(meta.get("seed", -1)))
 
 
-def _check_ranges(path, data) -> None:
+def check_ranges(path, data) -> None:
+    """Raises ``ValueError`` naming the first task array of ``data`` (dotted names, as in the files) whose values
+    fall outside their range (class ids, parents, rooms, relations, hands, seats, goals, apartments)."""
     checks = {
         "nodes.cls": (0, C.NUM_CLASSES - 1),
         "nodes.parent": (-1, W.NUM_NODES - 1),

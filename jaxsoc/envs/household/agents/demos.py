@@ -459,7 +459,7 @@ def load(path: str | Path, successful_only: bool = False) -> Demos:
             raise ValueError(
                 f"{path}: array {name!r} has shape {got.shape} and dtype {got.dtype}; expected {shape} {dtype}"
             )
-    T._check_ranges(path, data)  # the task file's range checks (class ids, parents, rooms, hands, goals)
+    T.check_ranges(path, data)  # the task file's range checks (class ids, parents, rooms, hands, goals)
     _check_episodes(path, data, max_steps)
     states = jax.tree_util.tree_unflatten(treedef, [jnp.asarray(data[name]) for name in layout])
     task_set = T.TaskSet(
