@@ -209,8 +209,8 @@ def cmd_eval(args) -> int:
     for name in args.helper:
         if name not in HELPERS:
             raise ValueError(f"unknown helper {name!r}; choose from {list(HELPERS)}")
-    if args.seeds < 1 or args.batch < 1 or args.simulations < 1:
-        raise ValueError("--seeds, --batch and --simulations must be positive")
+    if args.seeds < 1 or args.batch < 1 or args.simulations < 1 or (args.num_tasks is not None and args.num_tasks < 1):
+        raise ValueError("--seeds, --batch, --simulations and --num-tasks must be positive")
     task_set = T.load(args.tasks) if args.tasks else T.cached_split(args.split, args.task_seed)
     num_tasks = len(task_set) if args.num_tasks is None else min(args.num_tasks, len(task_set))
     params = E.HouseholdParams(tasks=task_set.states, teleport=args.teleport)
@@ -316,7 +316,7 @@ def add_parser(sub) -> None:
     evaluate.add_argument("--split", choices=list(SPLITS), default="test-1")
     evaluate.add_argument("--tasks", help="a task file (instead of --split)")
     evaluate.add_argument("--task-seed", type=int, default=0, help="the seed the split is built from")
-    evaluate.add_argument("--num-tasks", type=int, help="the first N tasks only (default: all)")
+    evaluate.add_argument("--num-tasks", type=int, help="N tasks spread evenly over the set (default: all)")
     evaluate.add_argument("--seeds", type=int, default=5, help="runs per task (the paper: 5)")
     evaluate.add_argument("--simulations", type=int, default=100, help="tree-search simulations per step")
     evaluate.add_argument("--teleport", action="store_true", help="walks arrive at once")

@@ -140,7 +140,7 @@ def _closing(world, state, char, goals, action, last_opened):
     lo = jnp.maximum(last_opened, 0)
     is_open = (state.nodes.states[lo] & 1) > 0
     near = W.view(state, char).close[lo]
-    needed = P.needed_containers(world, goals)[lo]
+    needed = P.needed_containers(world, char)[lo]
     close_now = (last_opened >= 0) & (verb == W.V["walk"]) & (target != lo) & is_open & near & ~needed
     action = jnp.where(close_now, W.encode_action("close", lo), action)
     opened = (verb == W.V["open"]) & ~close_now

@@ -85,6 +85,17 @@ def satisfying(world: W.State) -> jax.Array:
     return hit.any(0)
 
 
+def candidates(world: W.State, char: int) -> jax.Array:
+    """Returns ``bool[30, NUM_NODES]``: for every unsatisfied ON / INSIDE predicate of the goal, the objects of
+    its class that could still satisfy it (not counting towards the goal already, not held by the other)."""
+    nodes = world.nodes
+    holder = W.holders(world)
+    is_obj = jnp.asarray(W.NODE_KIND == 3) & (nodes.cls > 0)
+    free = is_obj & ~satisfying(world) & ((holder < 0) | (holder == char))
+    open_pred = jnp.asarray(_PLACE) & (W.satisfied(world) < world.goal_count.astype(jnp.int32))
+    return open_pred[:, None] & (nodes.cls[None, :] == jnp.asarray(PR.PRED_OBJECT)[:, None]) & free[None, :]
+
+
 def subgoals(world: W.State, char: int, seen: jax.Array, exclude: jax.Array | int = -1) -> Subgoals:
     """Returns character ``char``'s subgoals in ``world`` (its sampled world) towards ``world``'s goal.
 
@@ -95,9 +106,7 @@ def subgoals(world: W.State, char: int, seen: jax.Array, exclude: jax.Array | in
     count = world.goal_count.astype(jnp.int32)
     holder = W.holders(world)
     is_obj = jnp.asarray(W.NODE_KIND == 3) & (nodes.cls > 0)
-    free = is_obj & ~satisfying(world) & ((holder < 0) | (holder == char))
-    open_pred = jnp.asarray(_PLACE) & (sat < count)
-    cand = open_pred[:, None] & (nodes.cls[None, :] == jnp.asarray(PR.PRED_OBJECT)[:, None]) & free[None, :]
+    cand = candidates(world, char)
     mine = holder == char
     held = cand & mine[None, :]
     cand = jnp.where(held.any(), held, cand)  # holding a matching instance: that subgoal alone
@@ -320,16 +329,16 @@ def search(key: jax.Array, world: W.State, char: int, goals: Subgoals, num_simul
 # -- the regression planner ------------------------------------------------------------------------------
 
 
-def needed_containers(world: W.State, goals: Subgoals) -> jax.Array:
-    """Returns ``bool[NUM_NODES]``: containers the remaining subgoals still need open (an object to take out,
-    or an INSIDE destination)."""
+def needed_containers(world: W.State, char: int) -> jax.Array:
+    """Returns ``bool[NUM_NODES]``: the containers the goal still needs open: one holding an object some
+    unsatisfied predicate could use (``candidates``, before any restriction to a held or seen object), or the
+    destination of an unsatisfied INSIDE predicate."""
     nodes = world.nodes
-    obj = jnp.maximum(goals.obj, 0)
-    source = jnp.where(goals.valid & (goals.obj >= 0) & (nodes.relation[obj] == C.INSIDE), nodes.parent[obj], -1)
-    target = jnp.where(goals.valid & jnp.asarray(_INSIDE)[jnp.maximum(goals.pred, 0)], goals.dest, -1)
+    usable = candidates(world, char).any(0) & (nodes.relation == C.INSIDE)
     mark = jnp.zeros(W.NUM_NODES + 1, bool)
-    mark = mark.at[jnp.where(source >= 0, source, W.NUM_NODES)].set(True)
-    mark = mark.at[jnp.where(target >= 0, target, W.NUM_NODES)].set(True)
+    mark = mark.at[jnp.where(usable, nodes.parent, W.NUM_NODES)].set(True)
+    open_inside = jnp.asarray(_INSIDE) & (W.satisfied(world) < world.goal_count.astype(jnp.int32))
+    mark = mark.at[jnp.where(open_inside, world.goal_target, W.NUM_NODES)].set(True)
     return mark[: W.NUM_NODES]
 
 
