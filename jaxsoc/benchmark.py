@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import jax
@@ -32,6 +34,37 @@ XMINIGRID_IDS = {
     "MiniGrid-UnlockPickup-v0": "MiniGrid-UnlockPickUp",
     "MiniGrid-BlockedUnlockPickup-v0": "MiniGrid-BlockedUnlockPickUp",
 }
+
+
+def timed_compile(lowered) -> tuple[Any, float]:
+    """Returns ``(compiled, seconds)``: a lowered program compiled, and how long that took."""
+    start = time.perf_counter()
+    compiled = lowered.compile()
+    return compiled, time.perf_counter() - start
+
+
+def compile_cached(workloads: Iterable[Any], cache: dict, workers: int = 1) -> list[tuple[Any, float]]:
+    """Returns ``(compiled, compile_s)`` per workload (hashable, with ``build() -> run(key)``), in order. Each is
+    traced in this thread and compiled in one of ``workers`` threads (at once: their ``compile_s`` then share
+    the machine); a workload already in ``cache`` is not compiled again (its first ``compile_s`` is returned).
+    Interrupted (SIGTERM in the GPU suite), it leaves without waiting for the compilations in flight."""
+    workloads = list(workloads)
+    todo = [w for w in dict.fromkeys(workloads) if w not in cache]
+    key = jax.random.key(0)
+    pool = ThreadPoolExecutor(max(1, workers))
+    try:
+        futures = [pool.submit(timed_compile, jax.jit(w.build()).lower(key)) for w in todo]
+        for w, future in zip(todo, futures):
+            cache[w] = future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return [cache[w] for w in workloads]
+
+
+def device_info() -> dict[str, str]:
+    """Returns ``{"device", "platform", "jax"}``: the first device's kind, the backend, jax's version."""
+    device = jax.devices()[0]
+    return {"device": str(device.device_kind), "platform": device.platform, "jax": jax.__version__}
 
 
 def _log(message: str) -> None:

@@ -111,10 +111,10 @@ def test_suite_part_verdicts_and_out_of_memory_rows(rows):
     lines = text.splitlines()
     assert lines[4].endswith("| 42.0 | 30.0 | 683 | 2.67e+06 | ≤60 s | pass |")
     assert lines[5].endswith("| ≤60 s | **FAIL** |") and lines[6].endswith("| – (6 of 28,000 episodes) |")
-    error = suite_bib._guarded(lambda: _raise("RESOURCE_EXHAUSTED: 80 GiB"), {"batch": 4096})
+    error = core.guarded_oom(lambda: _raise("RESOURCE_EXHAUSTED: 80 GiB"), {"batch": 4096})
     assert error == {"batch": 4096, "error": "out of memory: RESOURCE_EXHAUSTED: 80 GiB"}
     with pytest.raises(ZeroDivisionError):
-        suite_bib._guarded(lambda: 1 / 0, {})
+        core.guarded_oom(lambda: 1 / 0, {})
     table = suite_bib.render_bib([{**error, "kind": "background_set", "params": "video"}])
     assert "out of memory" in table
     both = suite_bib.render_bib([*({**r, "kind": "throughput"} for r in rows), _set_row(42.0)])

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from household_scenes import first, hold, objects_of, place, set_bits, stand_at, with_goal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,58 +40,6 @@ ALL_SEEN = jnp.ones(W.NUM_NODES, bool)
 
 
 # -- hand-built states ---------------------------------------------------------------------------------------
-
-
-def first(state, name: str) -> int:
-    hits = np.flatnonzero(np.asarray(state.nodes.cls) == C.CLASS[name])
-    assert hits.size, name
-    return int(hits[0])
-
-
-def objects_of(state, name: str) -> list[int]:
-    return [int(i) for i in np.flatnonzero(np.asarray(state.nodes.cls) == C.CLASS[name])]
-
-
-def stand_at(state, char: int, node: int):
-    """Returns ``state`` with ``char`` standing at ``node``'s anchor (in its room)."""
-    room, pos = W.node_rooms(state)[node], W.anchors(state)[node]
-    chars = state.chars
-    return state.replace(chars=chars.replace(room=chars.room.at[char].set(room), pos=chars.pos.at[char].set(pos)))
-
-
-def place(state, obj: int, furniture: int, relation: int):
-    """Returns ``state`` with object ``obj`` ON / INSIDE ``furniture`` (dropped from any hand)."""
-    nodes = state.nodes
-    hands = jnp.where(state.chars.hands == obj, -1, state.chars.hands).astype(jnp.int16)
-    nodes = nodes.replace(
-        parent=nodes.parent.at[obj].set(furniture),
-        relation=nodes.relation.at[obj].set(relation),
-        room=nodes.room.at[obj].set(nodes.room[furniture]),
-        pos=nodes.pos.at[obj].set(nodes.pos[furniture]),
-    )
-    return state.replace(nodes=nodes, chars=state.chars.replace(hands=hands))
-
-
-def set_bits(state, node: int, bits: int):
-    return state.replace(nodes=state.nodes.replace(states=state.nodes.states.at[node].set(bits)))
-
-
-def hold(state, char: int, hand: int, obj: int):
-    nodes = state.nodes.replace(
-        parent=state.nodes.parent.at[obj].set(-1),
-        relation=state.nodes.relation.at[obj].set(C.HELD),
-        room=state.nodes.room.at[obj].set(state.chars.room[char]),
-    )
-    return state.replace(nodes=nodes, chars=state.chars.replace(hands=state.chars.hands.at[char, hand].set(obj)))
-
-
-def with_goal(state, **goal: tuple[int, int]):
-    """Returns ``state`` with the goal ``{predicate name: (count, target node)}`` and nothing else."""
-    count = np.zeros(PR.NUM_PREDICATES, np.int8)
-    target = np.full(PR.NUM_PREDICATES, -1, np.int16)
-    for name, (c, t) in goal.items():
-        count[PR.PREDICATE[name]], target[PR.PREDICATE[name]] = c, t
-    return state.replace(goal_count=jnp.asarray(count), goal_target=jnp.asarray(target))
 
 
 def listed(goals) -> list[tuple[int, int, int]]:

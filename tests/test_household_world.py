@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from household_scenes import first, hold, objects_of, place, set_bits, stand_at
 
 import jaxsoc
 from jaxsoc.envs.household import classes as C
@@ -37,50 +38,6 @@ def params(base):
 @pytest.fixture(scope="module")
 def advance():
     return jax.jit(E.advance)
-
-
-def first(state, name: str, room: int | None = None) -> int:
-    cls = np.asarray(state.nodes.cls)
-    rooms = np.asarray(state.nodes.room)
-    hits = np.flatnonzero((cls == C.CLASS[name]) & ((rooms == room) if room is not None else True))
-    assert hits.size, name
-    return int(hits[0])
-
-
-def stand_at(state, char: int, node: int):
-    """Returns ``state`` with ``char`` standing at ``node``'s anchor (in its room)."""
-    room = W.node_rooms(state)[node]
-    pos = W.anchors(state)[node]
-    chars = state.chars
-    return state.replace(chars=chars.replace(room=chars.room.at[char].set(room), pos=chars.pos.at[char].set(pos)))
-
-
-def place(state, obj: int, furniture: int, relation: int):
-    """Returns ``state`` with object ``obj`` ON / INSIDE ``furniture`` (dropped from any hand)."""
-    nodes = state.nodes
-    hands = jnp.where(state.chars.hands == obj, -1, state.chars.hands).astype(jnp.int16)
-    nodes = nodes.replace(
-        parent=nodes.parent.at[obj].set(furniture),
-        relation=nodes.relation.at[obj].set(relation),
-        room=nodes.room.at[obj].set(nodes.room[furniture]),
-        pos=nodes.pos.at[obj].set(nodes.pos[furniture]),
-    )
-    return state.replace(nodes=nodes, chars=state.chars.replace(hands=hands))
-
-
-def set_bits(state, node: int, bits: int):
-    return state.replace(nodes=state.nodes.replace(states=state.nodes.states.at[node].set(bits)))
-
-
-def hold(state, char: int, hand: int, obj: int):
-    nodes = state.nodes.replace(
-        parent=state.nodes.parent.at[obj].set(-1), relation=state.nodes.relation.at[obj].set(C.HELD)
-    )
-    return state.replace(nodes=nodes, chars=state.chars.replace(hands=state.chars.hands.at[char, hand].set(obj)))
-
-
-def objects_of(state, name: str) -> list[int]:
-    return [int(i) for i in np.flatnonzero(np.asarray(state.nodes.cls) == C.CLASS[name])]
 
 
 def act(advance, params, state, alice, bob=NOOP, key=0):

@@ -13,17 +13,16 @@ rate suggests is left. A program that runs out of device memory gives a row with
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from jaxsoc.envs.bib import throughput
 from jaxsoc.envs.bib import world as W
-from jaxsoc.gpu_suite.core import Context
+from jaxsoc.gpu_suite.core import Context, guarded_oom
 
 #: the issue's target: the background set generated and rendered in at most this many seconds on an H100
 TARGET_S = 60.0
 PARAMS = {"video": W.BIBParams(), "compact": W.BIBParams.compact()}
-OOM_MARKERS = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory")
 
 
 def _keys(p: dict) -> tuple[str, dict[int, str]]:
@@ -32,17 +31,6 @@ def _keys(p: dict) -> tuple[str, dict[int, str]]:
     episodes = p["background_episodes"] or throughput.BACKGROUND_EPISODES
     set_key = f"background_set|{common}|batch={p['background_batch']}|episodes={episodes}"
     return set_key, {n: f"throughput|{common}|N={n}|repeats={p['repeats']}" for n in p["sizes"]}
-
-
-def _guarded(measure: Callable[[], dict], fallback: dict) -> dict:
-    """Returns ``measure()``, or ``fallback`` with an ``error`` when it runs out of device memory."""
-    try:
-        return measure()
-    except Exception as error:  # XLA's runtime error; anything but an out-of-memory is the part's failure
-        message = str(error)
-        if not any(marker in message for marker in OOM_MARKERS):
-            raise
-        return {**fallback, "error": "out of memory: " + message.splitlines()[0][:200]}
 
 
 def bib(ctx: Context) -> Iterator[dict]:
@@ -82,7 +70,7 @@ def bib(ctx: Context) -> Iterator[dict]:
             return
         fallback = {"episodes": n, "params": p["params"], "frames_per_trial": params.num_frames}
         measure = lambda n=n: throughput.measure_size(n, params, size, p["repeats"], seed, task, chunk)  # noqa: E731
-        row = _guarded(measure, fallback)
+        row = guarded_oom(measure, fallback)
         rate = row.get("episodes_per_s") or rate
         yield {**row, "kind": "throughput", "key": size_keys[n]}
 
@@ -102,7 +90,7 @@ def _background_row(p: dict, params: W.BIBParams, chunk: int) -> dict:
         )
 
     fallback = {"params": p["params"], "batch": p["background_batch"], "seconds": None, "full_set": False}
-    row = _guarded(measure, fallback)
+    row = guarded_oom(measure, fallback)
     met = row["seconds"] <= p["target_s"] if row.get("seconds") is not None and row["full_set"] else None
     return {**row, "kind": "background_set", "target_s": p["target_s"], "meets_target": met}
 

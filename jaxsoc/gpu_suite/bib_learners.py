@@ -16,7 +16,7 @@ against the issue's target: each model trained on the full background set in at 
 on one H100. The projection counts optimiser steps only (validation passes, forward only, are left out).
 
 Rows already measured (same key) are yielded again; a kind is skipped when the time the last kind took is
-not left; a kind that runs out of device memory gives a row with its ``error`` (``bib._guarded``).
+not left; a kind that runs out of device memory gives a row with its ``error`` (``core.guarded_oom``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from typing import Any
 
 import jax
 
-from jaxsoc.gpu_suite.bib import _guarded
-from jaxsoc.gpu_suite.core import Context
+from jaxsoc.gpu_suite.core import Context, guarded_oom
 
 #: the learners measured, in training order (the observers start from the ATC encoder)
 KINDS = ("bib-atc", "bib-bc-mlp", "bib-bc-rnn", "bib-video-rnn")
@@ -93,7 +92,7 @@ def bib_learners(ctx: Context) -> Iterator[dict]:
         def measure(kind: str = kind, config=config, batch: int = batch) -> dict:
             return _measure(p, run, D, kind, config, batch, train_eps, n_train, n_val)
 
-        row = _guarded(measure, fallback)
+        row = guarded_oom(measure, fallback)
         last_s = time.perf_counter() - began
         if row.get("error"):
             ctx.log(f"{kind}: {row['error']}")

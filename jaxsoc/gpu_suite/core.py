@@ -20,6 +20,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxsoc.benchmark import device_info, timed_compile
+
 #: the default budget of a full run and of ``--quick`` (minutes); part budgets are given for these
 FULL_MINUTES, QUICK_MINUTES = 25.0, 8.0
 MARK_BEGIN, MARK_END = "<!-- gpu-suite:begin -->", "<!-- gpu-suite:end -->"
@@ -125,10 +127,20 @@ class Program:
     needs_output: bool = False
 
 
-def _compile(lowered) -> tuple[Any, float]:
-    start = time.perf_counter()
-    compiled = lowered.compile()
-    return compiled, time.perf_counter() - start
+#: what XLA's errors say when a program does not fit in device memory
+OOM_MARKERS = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory")
+
+
+def guarded_oom(measure: Callable[[], dict], fallback: dict) -> dict:
+    """Returns ``measure()``, or ``fallback`` with an ``error`` when it runs out of device memory (any other
+    error is the part's failure and propagates)."""
+    try:
+        return measure()
+    except Exception as error:  # XLA's runtime error
+        message = str(error)
+        if not any(marker in message for marker in OOM_MARKERS):
+            raise
+        return {**fallback, "error": "out of memory: " + message.splitlines()[0][:200]}
 
 
 def measure_programs(ctx: Context, programs: Iterable[Program]) -> Iterator[dict]:
@@ -157,7 +169,7 @@ def measure_programs(ctx: Context, programs: Iterable[Program]) -> Iterator[dict
                 return
             start = time.perf_counter()
             batch = todo[lo : lo + ctx.workers]
-            futures = [pool.submit(_compile, jax.jit(p.build()).lower(key)) for p in batch]
+            futures = [pool.submit(timed_compile, jax.jit(p.build()).lower(key)) for p in batch]
             compiled = [f.result() for f in futures]
             ctx.log(f"compiled {len(batch)} programs in {time.perf_counter() - start:.1f} s")
             for program, (executable, compile_s) in zip(batch, compiled):
@@ -208,12 +220,6 @@ def _write_json(path: Path, value: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(jsonable(value), indent=1, allow_nan=False) + "\n")
     tmp.replace(path)
-
-
-def device_info() -> dict[str, str]:
-    """Returns ``{"device", "platform", "jax"}``: the first device's kind, the backend, jax's version."""
-    device = jax.devices()[0]
-    return {"device": str(device.device_kind), "platform": device.platform, "jax": jax.__version__}
 
 
 def _now() -> str:

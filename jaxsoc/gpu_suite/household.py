@@ -10,26 +10,14 @@ stopping the part.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from jaxsoc.envs.household import throughput
-from jaxsoc.gpu_suite.bib import OOM_MARKERS
-from jaxsoc.gpu_suite.core import Context
+from jaxsoc.gpu_suite.core import Context, guarded_oom
 
 #: the issue's target: random-action household steps per second on one H100
 TARGET_STEPS_PER_S = 1e7
-
-
-def _guarded(measure: Callable[[], dict], fallback: dict) -> dict:
-    """Returns ``measure()``, or ``fallback`` with an ``error`` when it runs out of device memory."""
-    try:
-        return measure()
-    except Exception as error:  # XLA's runtime error; anything but an out-of-memory is the part's failure
-        message = str(error)
-        if not any(marker in message for marker in OOM_MARKERS):
-            raise
-        return {**fallback, "error": "out of memory: " + message.splitlines()[0][:200]}
 
 
 def household(ctx: Context) -> Iterator[dict]:
@@ -66,7 +54,7 @@ def household(ctx: Context) -> Iterator[dict]:
             "steps": w.steps,
             "repeats": repeats,
         }
-        row = _guarded(lambda w=w: throughput.measure_workload(w, repeats, seed), fallback)
+        row = guarded_oom(lambda w=w: throughput.measure_workload(w, repeats, seed), fallback)
         rate = row.get("steps_per_s") or rate
         target = p["target_steps_per_s"] if w.num_envs == largest else None
         met = None if target is None or row.get("error") else row["steps_per_s"] >= target

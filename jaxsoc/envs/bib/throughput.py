@@ -31,13 +31,13 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsoc.benchmark import compile_cached, device_info
 from jaxsoc.envs.bib import dataset, render, tasks
 from jaxsoc.envs.bib import world as W
 
@@ -150,28 +150,10 @@ class Workload:
 _COMPILED: dict[Workload, tuple[Any, float]] = {}
 
 
-def _compile(lowered) -> tuple[Any, float]:
-    start = time.perf_counter()
-    compiled = lowered.compile()
-    return compiled, time.perf_counter() - start
-
-
 def compile_workloads(workloads: Iterable[Workload], workers: int = 1) -> list[tuple[Any, float]]:
-    """Returns ``(compiled, compile_s)`` per workload, in order. Each is traced in this thread and compiled
-    in one of ``workers`` threads (at once, sharing the machine); a workload compiled before in this process
-    is not compiled again (its first ``compile_s`` is returned). Interrupted (SIGTERM in the GPU suite), it
-    leaves without waiting for the compilations in flight."""
-    workloads = list(workloads)
-    todo = [w for w in dict.fromkeys(workloads) if w not in _COMPILED]
-    key = jax.random.key(0)
-    pool = ThreadPoolExecutor(max(1, workers))
-    try:
-        futures = [pool.submit(_compile, jax.jit(w.build()).lower(key)) for w in todo]
-        for w, future in zip(todo, futures):
-            _COMPILED[w] = future.result()
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    return [_COMPILED[w] for w in workloads]
+    """Returns ``(compiled, compile_s)`` per workload, in order, each compiled once per process
+    (``benchmark.compile_cached``: traced here, compiled in ``workers`` threads)."""
+    return compile_cached(workloads, _COMPILED, workers)
 
 
 def time_best(compiled, key: jax.Array, repeats: int) -> tuple[dict[str, int], float]:
@@ -193,12 +175,6 @@ def _check_positive(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return int(value)
-
-
-def device_info() -> dict[str, str]:
-    """Returns ``{"device", "platform", "jax"}``: the first device's kind, the backend, jax's version."""
-    device = jax.devices()[0]
-    return {"device": str(device.device_kind), "platform": device.platform, "jax": jax.__version__}
 
 
 def measure_size(

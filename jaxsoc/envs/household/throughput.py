@@ -34,15 +34,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsoc.benchmark import compile_cached, device_info
 from jaxsoc.envs.household import env as E
 from jaxsoc.envs.household import world as W
 
@@ -202,34 +201,10 @@ class Workload:
 _COMPILED: dict[Workload, tuple[Any, float]] = {}
 
 
-def _compile(lowered) -> tuple[Any, float]:
-    start = time.perf_counter()
-    compiled = lowered.compile()
-    return compiled, time.perf_counter() - start
-
-
 def compile_workloads(workloads: Iterable[Workload], workers: int = 1) -> list[tuple[Any, float]]:
-    """Returns ``(compiled, compile_s)`` per workload, in order. Each is traced in this thread and compiled in one
-    of ``workers`` threads (at once: their ``compile_s`` then share the machine); a workload compiled before in
-    this process is not compiled again (its first ``compile_s`` is returned). Interrupted, it leaves without
-    waiting for the compilations in flight."""
-    workloads = list(workloads)
-    todo = [w for w in dict.fromkeys(workloads) if w not in _COMPILED]
-    key = jax.random.key(0)
-    pool = ThreadPoolExecutor(max(1, workers))
-    try:
-        futures = [pool.submit(_compile, jax.jit(w.build()).lower(key)) for w in todo]
-        for w, future in zip(todo, futures):
-            _COMPILED[w] = future.result()
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    return [_COMPILED[w] for w in workloads]
-
-
-def device_info() -> dict[str, str]:
-    """Returns ``{"device", "platform", "jax"}``: the first device's kind, the backend, jax's version."""
-    device = jax.devices()[0]
-    return {"device": str(device.device_kind), "platform": device.platform, "jax": jax.__version__}
+    """Returns ``(compiled, compile_s)`` per workload, in order, each compiled once per process
+    (``benchmark.compile_cached``: traced here, compiled in ``workers`` threads)."""
+    return compile_cached(workloads, _COMPILED, workers)
 
 
 def row_key(workload: Workload, repeats: int, seed: int) -> str:
