@@ -584,3 +584,26 @@ def test_eval_command_with_the_hp_helper(tmp_path, capsys):
     row = record["results"]["hp"]["all"]
     assert {"alone_success", "helped_success", "speedup", "helped_reward", "conflict_runs"} <= set(row)
     assert 0.0 <= row["helped_success"][0] <= 1.0 and row["speedup"][0] > -1.0
+
+
+class _WalkToKitchen:
+    """A stand-in learned helper: walks to the kitchen and counts its steps in its recurrent state."""
+
+    def helper_init(self, key, state):
+        return jnp.int32(0)
+
+    def helper_act(self, params, helper_state, state, obs):
+        assert obs["goal"].shape == (PR.NUM_PREDICATES,)
+        return W.encode_action("walk", params), helper_state + 1
+
+
+def test_a_learned_helper_plugs_into_play():
+    test1 = T.cached_split("test-1", 0)
+    params = E.HouseholdParams(tasks=test1.states)
+    kitchen = C.ROOM_CLASSES.index("kitchen")
+    helper = AG.PolicyHelper(_WalkToKitchen(), params=kitchen)
+    tasks = T.take(test1.states, np.array([0]))
+    out = jax.jit(lambda t, k: EV.play(t, AG.RandomAgent(char=0), helper, params, k, max_steps=12))(
+        tasks, jax.random.split(jax.random.key(0), 1)
+    )
+    assert float(out["valid"][0, 1]) == 1.0  # walking to a room is always possible

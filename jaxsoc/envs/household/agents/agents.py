@@ -198,3 +198,23 @@ class HelperPolicy(Protocol):
     def helper_init(self, key: jax.Array, state: W.State) -> Any: ...
 
     def helper_act(self, params: Any, helper_state: Any, state: W.State, obs: dict) -> tuple[jax.Array, Any]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyHelper:
+    """A ``HelperPolicy`` (a learned helper) with its parameters, as an agent ``evaluate.play`` and ``jaxsoc
+    household eval`` can run as Bob: it sees Bob's observation (``world.observe``; the goal only when
+    ``sees_goal``) and keeps its recurrent state as its memory. ``subgoal_obj`` is not defined for it, so an
+    ``hp``-style partner cannot avoid its subgoal."""
+
+    policy: Any
+    params: Any
+    sees_goal: bool = False
+
+    def init(self, key: jax.Array, state: W.State) -> Any:
+        return self.policy.helper_init(key, state)
+
+    def act(self, key: jax.Array, memory: Any, state: W.State, partner: AgentMemory | None = None):
+        obs = W.observe(state, 1, self.sees_goal)
+        action, memory = self.policy.helper_act(self.params, memory, state, obs)
+        return jnp.asarray(action, jnp.int32), memory

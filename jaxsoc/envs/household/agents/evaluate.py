@@ -20,6 +20,7 @@ import numpy as np
 from jaxsoc.envs.household import env as E
 from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import world as W
+from jaxsoc.envs.household.agents.agents import AgentMemory
 
 
 def play(tasks: W.State, alice, helper, params: E.HouseholdParams, keys: jax.Array, max_steps: int = 250):
@@ -36,7 +37,7 @@ def play(tasks: W.State, alice, helper, params: E.HouseholdParams, keys: jax.Arr
         def body(carry, k):
             state, mem_a, mem_b, done, length, conflicts, valid = carry
             ka, kb, ks = jax.random.split(k, 3)
-            act_a, new_a = alice.act(ka, mem_a, state, mem_b)
+            act_a, new_a = alice.act(ka, mem_a, state, mem_b if isinstance(mem_b, AgentMemory) else None)
             if helper is not None:
                 act_b, new_b = helper.act(kb, mem_b, state, new_a)
             else:
