@@ -28,6 +28,25 @@ def _select_tree(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
     return jax.tree_util.tree_map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
 
 
+def check_discrete_action(owner: str, label: str, action: Any, space: spaces.Discrete) -> None:
+    """Raises ``TypeError``/``ValueError`` (messages start ``"{owner}: {label}"``) unless ``action`` has the
+    space's shape, an integer type and, when concrete (outside ``jit``), a value inside the space."""
+    shape = tuple(np.shape(action))
+    if shape != space.shape:
+        raise ValueError(
+            f"{owner}: {label} must have shape {space.shape} (one action per world; use jax.vmap for a batch of "
+            f"worlds), got shape {shape}"
+        )
+    dtype = getattr(action, "dtype", None)
+    if dtype is None:
+        if not isinstance(action, (int, np.integer)) or isinstance(action, bool):
+            raise TypeError(f"{owner}: {label} must be an integer, got {type(action).__name__}")
+    elif not jnp.issubdtype(dtype, jnp.integer):
+        raise TypeError(f"{owner}: {label} must have an integer dtype, got {dtype}")
+    if not _is_traced(action) and not space.contains(action):
+        raise ValueError(f"{owner}: {label} {int(np.asarray(action))} is outside Discrete({space.n})")
+
+
 class Environment(abc.ABC):
     """Base class. ``step`` auto-resets: when ``terminated | truncated`` the returned observation and
     state are those of a fresh episode, ``info["final_observation"]`` holds the last observation of the
@@ -90,21 +109,7 @@ class Environment(abc.ABC):
     def check_action(self, action: Any, params: Any = None) -> None:
         """Raises ``TypeError``/``ValueError`` for an action that is not in the action space; values
         are only checked when concrete (outside ``jit``)."""
-        space = self.action_space(params)
-        shape = tuple(np.shape(action))
-        if shape != space.shape:
-            raise ValueError(
-                f"{self.name}: action must have shape {space.shape} (one action per world; use jax.vmap "
-                f"for a batch of worlds), got shape {shape}"
-            )
-        dtype = getattr(action, "dtype", None)
-        if dtype is None:
-            if not isinstance(action, (int, np.integer)) or isinstance(action, bool):
-                raise TypeError(f"{self.name}: action must be an integer, got {type(action).__name__}")
-        elif not jnp.issubdtype(dtype, jnp.integer):
-            raise TypeError(f"{self.name}: action must have an integer dtype, got {dtype}")
-        if not _is_traced(action) and not space.contains(action):
-            raise ValueError(f"{self.name}: action {int(np.asarray(action))} is outside Discrete({space.n})")
+        check_discrete_action(self.name, "action", action, self.action_space(params))
 
     def _check_key(self, key: jax.Array) -> None:
         if _is_traced(key):

@@ -17,9 +17,8 @@ import abc
 from typing import Any
 
 import jax
-import numpy as np
 
-from jaxsoc.core.env import _is_traced, _select_tree
+from jaxsoc.core.env import _select_tree, check_discrete_action
 
 
 class MultiAgentEnvironment(abc.ABC):
@@ -27,8 +26,6 @@ class MultiAgentEnvironment(abc.ABC):
 
     #: the agents' names, in a fixed order
     agents: tuple[str, ...] = ()
-    #: whether ``step_env`` draws random numbers (a reset then gets its own key)
-    stochastic_step: bool = True
 
     def __init__(self) -> None:
         self._reset_jit = jax.jit(self.reset_env)
@@ -86,22 +83,7 @@ class MultiAgentEnvironment(abc.ABC):
             got = sorted(actions) if isinstance(actions, dict) else type(actions).__name__
             raise ValueError(f"{self.name}: actions must be a dict keyed by {list(self.agents)}, got {got}")
         for agent in self.agents:
-            action = actions[agent]
-            space = self.action_space(agent, params)
-            if tuple(np.shape(action)) != space.shape:
-                raise ValueError(
-                    f"{self.name}: {agent}'s action must have shape {space.shape} (use jax.vmap for a batch of "
-                    f"worlds), got {tuple(np.shape(action))}"
-                )
-            dtype = getattr(action, "dtype", None)
-            if (dtype is None and not isinstance(action, (int, np.integer))) or (
-                dtype is not None and not np.issubdtype(dtype, np.integer)
-            ):
-                raise TypeError(f"{self.name}: {agent}'s action must be an integer, got {dtype or type(action)}")
-            if not _is_traced(action) and not space.contains(action):
-                raise ValueError(
-                    f"{self.name}: {agent}'s action {int(np.asarray(action))} is outside Discrete({space.n})"
-                )
+            check_discrete_action(self.name, f"{agent}'s action", actions[agent], self.action_space(agent, params))
 
     def _auto_reset_step(self, key, state, actions, params):
         key, key_reset = jax.random.split(key)

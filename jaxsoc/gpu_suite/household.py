@@ -87,11 +87,9 @@ def render_household(rows: list[dict]) -> str:
         if r.get("error"):
             lines.append(f"| {r['mode']} | – | {r['num_envs']:,} | {r['steps']} | {r['error']} ||||||")
             continue
-        alice, bob = r["valid_fraction"]
         lines.append(
-            f"| {r['mode']} | {r['env']} | {r['num_envs']:,} | {r['steps']} | {_num(r['steps_per_s'])} | "
-            f"{_num(r['agent_actions_per_s'])} | {_num(r['ratio_unity'], ',.0f')} | {alice:.2f}, {bob:.2f} | "
-            f"{_num(r['compile_s'], '.1f')} | {_num(r.get('target_steps_per_s'), '.0e')} | {_verdict(r)} |"
+            f"{throughput.rate_cells(r)} {_num(r['compile_s'], '.1f')} | "
+            f"{_num(r.get('target_steps_per_s'), '.0e')} | {_verdict(r)} |"
         )
     judged = [r for r in rows if r.get("meets_target") is not None]
     head = f"{sum(r['meets_target'] for r in judged)} of {len(judged)} rows at the largest size meet the target. "

@@ -90,7 +90,7 @@ def advance(key: jax.Array, state: W.State, actions: jax.Array, params: Househol
     """Returns ``(state, reward, terminated, truncated, info)`` after both characters' ``actions`` (``int32[2]``)
     and one step of the clock; ``info``: ``success``, ``episode_steps``, ``action_valid`` bool[2], ``conflict``,
     ``satisfied`` int32[30], ``achieved`` (satisfied instances up to the goal counts)."""
-    before, _ = W.progress(state)
+    before = W.progress(state)[0] if params.reward == "progress" else None
     state, info = W.transition(key, state, actions, params)
     state = state.replace(step=state.step + 1)
     sat = W.satisfied(state)
@@ -119,7 +119,6 @@ class HouseholdEnv(MultiAgentEnvironment):
     ids (``world.encode_action``); observations: ``world.observe``."""
 
     agents = W.AGENTS
-    stochastic_step = True
 
     def default_params(self) -> HouseholdParams:
         return params_for("train")

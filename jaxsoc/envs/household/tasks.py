@@ -334,21 +334,74 @@ def cached_split(split: str, seed: int = 0) -> TaskSet:
 # -- files -----------------------------------------------------------------------------------------------
 
 
-def _flat(state: W.State) -> dict:
-    """Returns the state's arrays by dotted name (``nodes.cls``, ..., ``goal_count``)."""
-    out = {}
-    for name, value in vars(state).items():
-        if hasattr(value, "__dataclass_fields__"):
-            out.update({f"{name}.{k}": v for k, v in vars(value).items()})
-        else:
-            out[name] = value
-    return out
+def state_arrays(states: W.State) -> dict[str, np.ndarray]:
+    """Returns a task bank's arrays by their file names (``nodes.cls``, ``chars.hands``, ``goal_count``, ...)."""
+    leaves = jax.tree_util.tree_flatten_with_path(jax.device_get(states))[0]
+    return {_name(p): np.asarray(v) for p, v in leaves}
 
 
-def _layout() -> dict[str, tuple[tuple[int, ...], str]]:
-    """Returns the file's array names -> (shape after the task axis, dtype)."""
+def state_from_arrays(data: dict[str, np.ndarray]) -> W.State:
+    """Returns the task bank (``world.State`` with a task axis) stored in ``data`` under ``state_layout``'s names."""
+    layout, treedef = state_layout()
+    return jax.tree_util.tree_unflatten(treedef, [jnp.asarray(data[name]) for name in layout])
+
+
+def state_layout() -> tuple[dict[str, tuple[tuple[int, ...], str]], jax.tree_util.PyTreeDef]:
+    """Returns the task arrays' file names -> (shape after the task axis, dtype), and the ``world.State`` treedef."""
     example = jax.eval_shape(generate, jax.random.key(0), jnp.int32(0), jnp.array([0, -1], jnp.int32))
-    return {k: (tuple(v.shape), str(v.dtype)) for k, v in _flat(example).items()}
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(example)
+    return {_name(p): (tuple(v.shape), str(v.dtype)) for p, v in leaves}, treedef
+
+
+def _name(path) -> str:
+    return ".".join(k.name for k in path)
+
+
+def read_archive(path: str | Path, what: str, fmt: str, version: int) -> tuple[dict[str, np.ndarray], dict]:
+    """Returns ``(arrays, meta)`` of a household ``.npz`` file whose JSON ``meta`` names format ``fmt`` at
+    ``version``; ``what`` ("task", "demonstration") names the file kind in messages.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not an archive, unreadable, no or unreadable ``meta``, another format or version.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no household {what} file at {path}")
+    with open(path, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":
+            raise ValueError(f"{path}: not a household {what} file (not an .npz archive)")
+    try:
+        data = dict(np.load(path, allow_pickle=False))
+    except Exception as error:  # zip or npy errors: the file is damaged or not ours
+        raise ValueError(f"{path}: not a readable household {what} file ({error})") from error
+    if "meta" not in data:
+        raise ValueError(f"{path}: not a household {what} file (no 'meta' array)")
+    try:
+        meta = json.loads(str(data.pop("meta")))
+        if not isinstance(meta, dict):
+            raise TypeError("meta is not a JSON object")
+    except Exception as error:
+        raise ValueError(f"{path}: not a readable household {what} file: unreadable 'meta' ({error})") from error
+    if meta.get("format") != fmt:
+        raise ValueError(f"{path}: not a household {what} file (format {meta.get('format')!r})")
+    if meta.get("version") != version:
+        raise ValueError(f"{path}: {what} file version {meta.get('version')}, this jaxsoc reads {version}")
+    return data, meta
+
+
+def check_arrays(path, data: dict[str, np.ndarray], expected: dict[str, tuple[tuple[int, ...], str]]) -> None:
+    """Raises ``ValueError`` naming the missing arrays of ``expected`` (name -> (shape, dtype)), or the first one
+    of another shape or dtype."""
+    missing = sorted(set(expected) - set(data))
+    if missing:
+        raise ValueError(f"{path}: missing arrays {missing}")
+    for name, (shape, dtype) in expected.items():
+        got = data[name]
+        if got.shape != shape or str(got.dtype) != dtype:
+            raise ValueError(
+                f"{path}: array {name!r} has shape {got.shape} and dtype {got.dtype}; expected {shape} {dtype}"
+            )
 
 
 def save(task_set: TaskSet, path: str | Path) -> Path:
@@ -364,7 +417,7 @@ def save(task_set: TaskSet, path: str | Path) -> Path:
         "num_tasks": len(task_set),
         "goals": task_set.goal_texts(),
     }
-    arrays = {k: np.asarray(v) for k, v in _flat(jax.device_get(task_set.states)).items()}
+    arrays = state_arrays(task_set.states)
     with open(path, "wb") as f:
         np.savez_compressed(f, meta=np.array(json.dumps(meta)), activities=task_set.activities, **arrays)
     return path
@@ -378,40 +431,15 @@ def load(path: str | Path) -> TaskSet:
         ValueError: not a household task file, another format version, or an array with a missing name, a wrong
             shape or dtype, or values out of range (class ids, parents, rooms, hands) — the message names it.
     """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no household task file at {path}")
-    with open(path, "rb") as f:
-        if f.read(4) != b"PK\x03\x04":
-            raise ValueError(f"{path}: not a household task file (not an .npz archive)")
-    try:
-        data = dict(np.load(path, allow_pickle=False))
-        meta = json.loads(str(data.pop("meta")))
-    except Exception as error:  # zip, npy or JSON errors: the file is not ours or is damaged
-        raise ValueError(f"{path}: not a readable household task file ({error})") from error
-    if meta.get("format") != "jaxsoc.household.tasks":
-        raise ValueError(f"{path}: not a household task file (format {meta.get('format')!r})")
-    if meta.get("version") != FORMAT_VERSION:
-        raise ValueError(f"{path}: task file version {meta.get('version')}, this jaxsoc reads {FORMAT_VERSION}")
+    data, meta = read_archive(path, "task", "jaxsoc.household.tasks", FORMAT_VERSION)
     num = int(meta.get("num_tasks", -1))
     acts = data.pop("activities", None)
     if acts is None or acts.shape != (num, 2):
         raise ValueError(f"{path}: 'activities' must have shape ({num}, 2)")
-    layout = _layout()
-    missing = sorted(set(layout) - set(data))
-    if missing:
-        raise ValueError(f"{path}: missing arrays {missing}")
-    for name, (shape, dtype) in layout.items():
-        got = data[name]
-        if got.shape != (num, *shape) or str(got.dtype) != dtype:
-            raise ValueError(
-                f"{path}: array {name!r} has shape {got.shape} and dtype {got.dtype}; expected {(num, *shape)} {dtype}"
-            )
+    layout, _ = state_layout()
+    check_arrays(path, data, {name: ((num, *shape), dtype) for name, (shape, dtype) in layout.items()})
     check_ranges(path, data)
-    nodes = W.Nodes(**{k.split(".", 1)[1]: jnp.asarray(v) for k, v in data.items() if k.startswith("nodes.")})
-    chars = W.Characters(**{k.split(".", 1)[1]: jnp.asarray(v) for k, v in data.items() if k.startswith("chars.")})
-    rest = {k: jnp.asarray(v) for k, v in data.items() if "." not in k and k in layout}
-    states = W.State(nodes=nodes, chars=chars, **rest)
+    states = state_from_arrays(data)
     return TaskSet(states=states, activities=acts, split=str(meta.get("split")), seed=int(meta.get("seed", -1)))
 
 

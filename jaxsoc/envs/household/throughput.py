@@ -299,6 +299,16 @@ def _num(x: Any, spec: str = ".3g") -> str:
     return "–" if x is None else format(x, spec)
 
 
+def rate_cells(r: dict[str, Any]) -> str:
+    """Returns a measured row's first markdown cells: ``| mode | env | N | T | steps/s | agent actions/s | ratio
+    to one Unity process | actions carried out (Alice, Bob) |``."""
+    alice, bob = r["valid_fraction"]
+    return (
+        f"| {r['mode']} | {r['env']} | {r['num_envs']:,} | {r['steps']} | {_num(r['steps_per_s'])} | "
+        f"{_num(r['agent_actions_per_s'])} | {_num(r['ratio_unity'], ',.0f')} | {alice:.2f}, {bob:.2f} |"
+    )
+
+
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
     """Returns ``rows`` (``measure``'s) as a markdown table, steps/s against parallel households per mode: mode,
     N, T, steps/s, agent actions/s, the ratio to one Unity process, the fraction of Alice's and Bob's actions
@@ -313,12 +323,7 @@ def format_table(rows: Sequence[dict[str, Any]]) -> str:
         if r.get("error"):
             lines.append(f"| {r['mode']} | {r.get('env', '–')} | {r['num_envs']:,} | {r['steps']} | {r['error']} |||||")
             continue
-        alice, bob = r["valid_fraction"]
-        lines.append(
-            f"| {r['mode']} | {r['env']} | {r['num_envs']:,} | {r['steps']} | {_num(r['steps_per_s'])} | "
-            f"{_num(r['agent_actions_per_s'])} | {_num(r['ratio_unity'], ',.0f')} | {alice:.2f}, {bob:.2f} | "
-            f"{r['episodes_ended']:,} | {_num(r['compile_s'], '.1f')} |"
-        )
+        lines.append(f"{rate_cells(r)} {r['episodes_ended']:,} | {_num(r['compile_s'], '.1f')} |")
     modes = [m for m in MODES if any(r.get("mode") == m for r in rows)]
     legend = "; ".join(f"{m}: {MODE_TEXT[m]}" for m in modes)
     return (

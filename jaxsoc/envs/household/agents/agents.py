@@ -138,7 +138,7 @@ def _closing(world, state, char, goals, action, last_opened):
     away from it, once nothing more is needed from it (the original's closing heuristic)."""
     verb, target = W.decode_action(action)
     lo = jnp.maximum(last_opened, 0)
-    is_open = (state.nodes.states[lo] & 1) > 0
+    is_open = (state.nodes.states[lo] & C.OPEN) > 0
     near = W.view(state, char).close[lo]
     needed = P.needed_containers(world, char)[lo]
     close_now = (last_opened >= 0) & (verb == W.V["walk"]) & (target != lo) & is_open & near & ~needed

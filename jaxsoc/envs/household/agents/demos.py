@@ -363,17 +363,6 @@ def split_tasks(split: str, seed: int = 0, episodes: int | None = None) -> T.Tas
 # -- files -----------------------------------------------------------------------------------------------
 
 
-def _state_layout() -> tuple[dict[str, tuple[tuple[int, ...], str]], jax.tree_util.PyTreeDef]:
-    """Returns the task arrays' names -> (shape after the task axis, dtype), and the ``world.State`` treedef."""
-    example = jax.eval_shape(T.generate, jax.random.key(0), jnp.int32(0), jnp.array([0, -1], jnp.int32))
-    leaves, treedef = jax.tree_util.tree_flatten_with_path(example)
-    return {_name(path): (tuple(v.shape), str(v.dtype)) for path, v in leaves}, treedef
-
-
-def _name(path) -> str:
-    return ".".join(k.name for k in path)  # nodes.cls, chars.hands, goal_count, ... (as in task files)
-
-
 def save(demos: Demos, path: str | Path) -> Path:
     """Writes ``demos`` to ``path`` and returns the path. The ``.npz`` holds the task arrays under the names of a
     task file (``nodes.cls``, ..., ``goal_count``, ``goal_target``, ``task_id``; leading axis ``N``) and
@@ -394,8 +383,7 @@ def save(demos: Demos, path: str | Path) -> Path:
         "num_episodes": len(demos),
         "num_successful": int(np.sum(demos.success)),
     }
-    leaves = jax.tree_util.tree_flatten_with_path(jax.device_get(demos.tasks.states))[0]
-    arrays = {_name(p): np.asarray(v) for p, v in leaves}
+    arrays = T.state_arrays(demos.tasks.states)
     arrays.update({k: np.asarray(getattr(demos, k), dtype) for k, dtype in _EPISODE_FIELDS.items()})
     arrays["activities"] = np.asarray(demos.tasks.activities, np.int8)
     with open(path, "wb") as f:
@@ -414,34 +402,14 @@ def load(path: str | Path, successful_only: bool = False) -> Demos:
             or episodes that contradict themselves (``success`` vs ``satisfied`` and the goal, a failure shorter
             than ``max_steps``, actions after the end that are not noops) — the message names it.
     """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no household demonstration file at {path}")
-    with open(path, "rb") as f:
-        if f.read(4) != b"PK\x03\x04":
-            raise ValueError(f"{path}: not a household demonstration file (not an .npz archive)")
+    data, meta = T.read_archive(path, "demonstration", FORMAT, FORMAT_VERSION)
     try:
-        data = dict(np.load(path, allow_pickle=False))
-    except Exception as error:  # zip or npy errors: the file is damaged or not ours
-        raise ValueError(f"{path}: not a readable household demonstration file ({error})") from error
-    if "meta" not in data:
-        raise ValueError(f"{path}: not a household demonstration file (no 'meta' array)")
-    try:
-        meta = json.loads(str(data.pop("meta")))
-        if not isinstance(meta, dict):
-            raise TypeError("meta is not a JSON object")
         num, max_steps = int(meta.get("num_episodes", -1)), int(meta.get("max_steps", -1))
-    except Exception as error:
+    except (TypeError, ValueError) as error:
         raise ValueError(f"{path}: unreadable 'meta' ({error})") from error
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a household demonstration file (format {meta.get('format')!r})")
-    if meta.get("version") != FORMAT_VERSION:
-        raise ValueError(
-            f"{path}: demonstration file version {meta.get('version')}, this jaxsoc reads {FORMAT_VERSION}"
-        )
     if meta.get("split") not in SPLITS or num < 0 or max_steps < 1:
         raise ValueError(f"{path}: 'meta' needs a split of {list(SPLITS)}, num_episodes >= 0 and max_steps >= 1")
-    layout, treedef = _state_layout()
+    layout, _ = T.state_layout()
     expected = {name: ((num, *shape), dtype) for name, (shape, dtype) in layout.items()}
     expected.update(
         activities=((num, 2), "int8"),
@@ -450,18 +418,10 @@ def load(path: str | Path, successful_only: bool = False) -> Demos:
         success=((num,), "bool"),
         satisfied=((num, PR.NUM_PREDICATES), "int8"),
     )
-    missing = sorted(set(expected) - set(data))
-    if missing:
-        raise ValueError(f"{path}: missing arrays {missing}")
-    for name, (shape, dtype) in expected.items():
-        got = data[name]
-        if got.shape != shape or str(got.dtype) != dtype:
-            raise ValueError(
-                f"{path}: array {name!r} has shape {got.shape} and dtype {got.dtype}; expected {shape} {dtype}"
-            )
+    T.check_arrays(path, data, expected)
     T.check_ranges(path, data)  # the task file's range checks (class ids, parents, rooms, hands, goals)
     _check_episodes(path, data, max_steps)
-    states = jax.tree_util.tree_unflatten(treedef, [jnp.asarray(data[name]) for name in layout])
+    states = T.state_from_arrays(data)
     task_set = T.TaskSet(
         states=states, activities=data["activities"], split=str(meta["split"]), seed=int(meta.get("task_seed", -1))
     )
