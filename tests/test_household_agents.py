@@ -565,7 +565,7 @@ def test_eval_command_alice_alone_and_refusals(tmp_path, capsys):
     assert row["tasks"] == 2 and "speedup" not in row and record["lengths"]["alice-alone"]["helped"] is None
     assert "| alice-alone | all | 2 |" in capsys.readouterr().out
     assert "| alice-alone | all |" in (tmp_path / "household_help.md").read_text()
-    assert main(["household", "eval", "--helper", "hp", "bogus", "--out", str(tmp_path / "x")]) == 2
+    assert main(["household", "eval", "--helper", "hp-tg", "bogus", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert "jaxsoc household eval: unknown helper 'bogus'" in err and "oracle-ab" in err
     assert main(["household", "eval", "--seeds", "0"]) == 2
@@ -578,10 +578,10 @@ def test_eval_command_alice_alone_and_refusals(tmp_path, capsys):
 @pytest.mark.slow
 def test_eval_command_with_the_hp_helper(tmp_path, capsys):
     """The command with a helper: Alice alone and Alice with HP (a second episode program, ~15 s to compile)."""
-    record = _eval(tmp_path, "hp")
-    assert "| hp | all | 2 |" in capsys.readouterr().out
-    assert np.array(record["lengths"]["hp"]["helped"]).shape == (2, 1)
-    row = record["results"]["hp"]["all"]
+    record = _eval(tmp_path, "hp-tg")
+    assert "| hp-tg | all | 2 |" in capsys.readouterr().out
+    assert np.array(record["lengths"]["hp-tg"]["helped"]).shape == (2, 1)
+    row = record["results"]["hp-tg"]["all"]
     assert {"alone_success", "helped_success", "speedup", "helped_reward", "conflict_runs"} <= set(row)
     assert 0.0 <= row["helped_success"][0] <= 1.0 and row["speedup"][0] > -1.0
 
@@ -607,3 +607,56 @@ def test_a_learned_helper_plugs_into_play():
         tasks, jax.random.split(jax.random.key(0), 1)
     )
     assert float(out["valid"][0, 1]) == 1.0  # walking to a room is always possible
+
+
+class _ActsOnItsGoal:
+    """A stand-in helper whose moves show which goal it was given: a noop while its goal asks for a plate on
+    the table, an invalid action (grabbing a room) otherwise."""
+
+    def init(self, key, state):
+        return state.goal_count[PLATE] > 0
+
+    def act(self, key, memory, state, partner=None):
+        return jnp.where(memory, 0, W.encode_action("grab", 0)).astype(jnp.int32), memory
+
+
+def test_goal_targets_place_an_inferred_goal(test1):
+    state = test1.task(0)  # setup_table: Alice's goal names a kitchen table
+    fridge_cupcake = PR.PREDICATE["inside_cupcake_fridge"]
+    dish_plate = PR.PREDICATE["inside_plate_dishwasher"]
+    count = np.zeros(PR.NUM_PREDICATES, np.int32)
+    count[[PLATE, HOLDS, fridge_cupcake, dish_plate]] = [2, 1, 1, 1]
+    c, t = jax.device_get(jax.jit(AG.goal_targets)(state, count))
+    np.testing.assert_array_equal(c, count)
+    assert t[PLATE] == int(state.goal_target[PLATE]) and t[HOLDS] == -1
+    cls = np.asarray(state.nodes.cls)
+    assert cls[t[fridge_cupcake]] == C.CLASS["fridge"] and cls[t[dish_plate]] == C.CLASS["dishwasher"]
+    assert (t[count == 0] == -1).all()
+    dish = first(state, "dishwasher")
+    no_dish = state.replace(nodes=state.nodes.replace(cls=state.nodes.cls.at[dish].set(0)))
+    c2, t2 = AG.goal_targets(no_dish, count)
+    assert int(c2[dish_plate]) == 0 and int(t2[dish_plate]) == -1 and int(c2[PLATE]) == 2
+
+
+def test_play_gives_the_helper_the_inferred_goal(test1):
+    """``helper_goals`` replaces the goal the helper's ``init`` sees (Alice keeps hers): the stand-in idles
+    with a plate in its goal and acts invalidly without one."""
+    params = E.HouseholdParams(tasks=test1.states)
+    tasks = T.take(test1.states, np.array([0, 0]))  # Alice's true goal has a plate on the table
+    goals = np.zeros((2, PR.NUM_PREDICATES), np.int8)
+    goals[0, PLATE] = 1  # episode 0: an inferred goal with a plate; episode 1: one without
+    run = jax.jit(lambda t, k, g: EV.play(t, AG.RandomAgent(char=0), _ActsOnItsGoal(), params, k, 12, g))
+    keys = jax.random.split(jax.random.key(0), 2)
+    valid = np.asarray(run(tasks, keys, jnp.asarray(goals))["valid"][:, 1])
+    assert valid[0] == 1.0 and valid[1] == 0.0
+    assert (np.asarray(run(tasks, keys, None)["valid"][:, 1]) == 1.0).all()  # no helper_goals: the true goal
+
+
+def test_eval_refuses_inferred_goal_helpers_without_their_runs(capsys):
+    for helper, missing in (("hp", "--watch RUN"), ("hybrid", "--watch RUN"), ("hrl", "--watch RUN")):
+        assert main(["household", "eval", "--helper", helper, "--num-tasks", "1"]) == 2
+        assert missing in capsys.readouterr().err
+    assert main(["household", "eval", "--helper", "hybrid", "--watch", "w", "--num-tasks", "1"]) == 2
+    assert "needs --hybrid RUN" in capsys.readouterr().err
+    assert main(["household", "eval", "--helper", "hrl", "--watch", "w", "--hrl", "h", "--num-tasks", "1"]) == 2
+    assert "give --hybrid RUN as well" in capsys.readouterr().err

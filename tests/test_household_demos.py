@@ -1,6 +1,6 @@
 """The Watch stage's demonstrations: recording Alice alone, exact replay, observations, files and the CLI.
 
-One recording (3 test-1 tasks, one per activity, 10 simulations, 40 steps: some episodes succeed, some fail)
+One recording (3 paired test-1 tasks, one per activity, 10 simulations, 75 steps: some episodes succeed, some fail)
 is shared by the whole file; the CLI test records with the same shapes so the jitted rollout is compiled once.
 """
 
@@ -19,7 +19,7 @@ from jaxsoc.envs.household import tasks as T
 from jaxsoc.envs.household import world as W
 from jaxsoc.envs.household.agents import demos as D
 
-NUM, SIMS, MAX_STEPS = 3, 10, 40
+NUM, SIMS, MAX_STEPS = 3, 10, 75
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +161,25 @@ def test_cli_writes_demos(tmp_path, capsys):
     assert len(back) == NUM and back.max_steps == MAX_STEPS
     assert main(["household", "demos", "--split", "test-1", "--episodes", "0", "--out", str(tmp_path)]) == 2
     assert "--episodes must be positive" in capsys.readouterr().err
+
+
+def test_paired_tasks_keep_the_goal_in_another_training_apartment():
+    from jaxsoc.envs.household import apartments as A
+
+    help_tasks = T.cached_split("test-2")
+    paired = D.split_tasks("test-2", episodes=10)
+    ids = np.asarray(paired.states.task_id)
+    assert len(paired) == 10 and paired.split == "test-2" and len(set(ids)) == 10
+    np.testing.assert_array_equal(paired.states.goal_count, np.asarray(help_tasks.states.goal_count)[ids])
+    np.testing.assert_array_equal(paired.activities, np.asarray(help_tasks.activities)[ids])
+    apartments = np.asarray(paired.states.apartment)
+    assert set(apartments.tolist()) <= set(A.TRAIN_APARTMENTS)
+    assert (apartments != np.asarray(help_tasks.states.apartment)[ids]).all()
+    count, target, cls = (
+        np.asarray(x) for x in (paired.states.goal_count, paired.states.goal_target, paired.states.nodes.cls)
+    )
+    rows, preds = np.nonzero((count > 0) & (target >= 0))
+    assert (cls[rows, target[rows, preds]] == PR.PRED_TARGET_CLASS[preds]).all()  # the new apartment's furniture
+    again = D.paired_tasks(T.cached_split("test-2"), seed=0)
+    np.testing.assert_array_equal(np.asarray(again.states.nodes.pos)[ids], paired.states.nodes.pos)
+    assert not np.array_equal(np.asarray(D.paired_tasks(help_tasks, seed=1).states.apartment)[ids], apartments)

@@ -4,7 +4,8 @@ jaxsoc household tasks --out tasks                        # train.npz, test-1.np
 jaxsoc household tasks --split test-1 --seed 3 --out t    # one set
 jaxsoc household tasks --show tasks/test-1.npz            # check a file and summarise it
 jaxsoc household render --split test-1 --task 4 --out ep.gif   # the scripted solver as Alice, random Bob
-jaxsoc household eval --helper hp hprg random oracle-b oracle-ab --split test-1 --out results/help
+jaxsoc household eval --helper hp-tg hprg random oracle-b oracle-ab --split test-1 --out results/help
+jaxsoc household eval --helper hp hybrid --watch runs/watch --hybrid runs/hybrid --demos demos --out results/help
 jaxsoc household demos --split train --out demos            # Alice-alone Watch demonstrations: demos/train.npz
 """
 
@@ -21,7 +22,9 @@ import numpy as np
 from jaxsoc.core.commands import clear_errors
 
 POLICIES = ("noop", "random", "solver")
-HELPERS = ("alice-alone", "hp", "hprg", "random", "oracle-b", "oracle-ab")
+HELPERS = ("alice-alone", "hp", "hp-tg", "hprg", "hybrid", "hrl", "random", "oracle-b", "oracle-ab")
+#: helpers given the goal inferred from the paired demonstration (``--watch RUN``), as the paper's HP, Hybrid, HRL
+INFERRED = ("hp", "hybrid", "hrl")
 
 
 def _summary(task_set) -> str:
@@ -114,23 +117,27 @@ def cmd_render(args) -> int:
     return 0
 
 
-def _episodes(task_set, agent_alice, agent_helper, params, seeds: int, batch: int, num_tasks: int, seed: int):
-    """Returns ``play``'s results for every (task, seed) pair, reshaped to ``[tasks, seeds]``."""
+def _episodes(
+    task_set, agent_alice, agent_helper, params, seeds: int, batch: int, num_tasks: int, seed: int, goals=None
+):
+    """Returns ``play``'s results for every (task, seed) pair, reshaped to ``[tasks, seeds]``; ``goals``
+    (int8[len(task_set), 30] or None) are the helper's goals (``play``'s ``helper_goals``)."""
     from jaxsoc.envs.household import tasks as T
     from jaxsoc.envs.household.agents import evaluate as EV
 
-    run = jax.jit(lambda t, k: EV.play(t, agent_alice, agent_helper, params, k))
+    run = jax.jit(lambda t, k, g: EV.play(t, agent_alice, agent_helper, params, k, helper_goals=g))
     chosen = task_index(len(task_set), num_tasks)
     index = np.repeat(chosen, seeds)
     keys = jax.random.split(jax.random.key(seed), len(index))
     parts = []
     for start in range(0, len(index), batch):
-        rows = index[start : start + batch]
-        pad = batch - len(rows)
-        tasks = T.take(task_set.states, np.concatenate([rows, np.zeros(pad, int)]))
+        real = index[start : start + batch]
+        pad = batch - len(real)
+        rows = np.concatenate([real, np.zeros(pad, int)])
         k = jnp.concatenate([keys[start : start + batch], keys[:pad]])
-        out = jax.device_get(run(tasks, k))
-        parts.append({name: value[: len(rows)] for name, value in out.items()})
+        g = None if goals is None else jnp.asarray(goals[rows])
+        out = jax.device_get(run(T.take(task_set.states, rows), k, g))
+        parts.append({name: value[: len(real)] for name, value in out.items()})
     return {
         name: np.concatenate([p[name] for p in parts]).reshape(num_tasks, seeds, *parts[0][name].shape[1:])
         for name in parts[0]
@@ -197,6 +204,48 @@ def _plot(results: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def _helper_agent(name: str, args):
+    """Returns Bob for helper ``name`` (None for ``alice-alone``)."""
+    from jaxsoc.envs.household.agents import agents as AG
+
+    if name == "alice-alone":
+        return None
+    if name == "hybrid":
+        from jaxsoc.learners.household import hybrid
+
+        return hybrid.helper_from_run(args.hybrid)
+    if name == "hrl":
+        from jaxsoc.learners.household import hrl
+
+        return hrl.helper_from_run(args.hrl, args.hybrid)
+    kind = {"hp": "hp", "hp-tg": "hp", "oracle-ab": "oracle-b"}.get(name, name)
+    return AG.make_agent(kind, args.simulations)
+
+
+def inferred_goals(args, task_set) -> np.ndarray:
+    """Returns int8[len(task_set), 30]: the goal the ``--watch`` run infers for every task from its paired
+    demonstration (``--demos DIR/<split>.npz``, else recorded now: ``demos.split_tasks``), by ``task_id``.
+    Raises ``ValueError`` when a task has no demonstration."""
+    from jaxsoc.envs.household.agents import demos as D
+    from jaxsoc.learners.household import watch_run
+
+    if args.demos:
+        demos = D.load(Path(args.demos) / f"{task_set.split}.npz")
+    else:
+        print(f"recording the paired {task_set.split} demonstrations (give --demos DIR to reuse them)", flush=True)
+        demos = D.record(D.split_tasks(task_set.split, args.task_seed), args.seed, num_simulations=args.simulations)
+    predicted = np.asarray(watch_run.infer_goals(args.watch, demos), np.int8)
+    goals = np.full((len(task_set), predicted.shape[1]), -1, np.int8)
+    ids = np.asarray(demos.tasks.states.task_id)
+    if ids.min() < 0 or ids.max() >= len(task_set):
+        raise ValueError(f"the demonstrations' task ids do not index the {len(task_set)} tasks of {task_set.split}")
+    goals[ids] = predicted
+    missing = np.flatnonzero((goals < 0).any(1))
+    if missing.size:
+        raise ValueError(f"{missing.size} tasks of {task_set.split} have no demonstration (e.g. task {missing[0]})")
+    return goals
+
+
 def cmd_eval(args) -> int:
     import json
     import time
@@ -211,12 +260,24 @@ def cmd_eval(args) -> int:
             raise ValueError(f"unknown helper {name!r}; choose from {list(HELPERS)}")
     if args.seeds < 1 or args.batch < 1 or args.simulations < 1 or (args.num_tasks is not None and args.num_tasks < 1):
         raise ValueError("--seeds, --batch, --simulations and --num-tasks must be positive")
+    inferred = [n for n in args.helper if n in INFERRED]
+    if inferred and not args.watch:
+        raise ValueError(
+            f"{', '.join(inferred)} help with the goal inferred from the paired demonstration: give --watch RUN "
+            "(a 'jaxsoc train watch' run); hp-tg is the planner given the true goal"
+        )
+    for name, flag in (("hybrid", args.hybrid), ("hrl", args.hrl)):
+        if name in args.helper and not flag:
+            raise ValueError(f"--helper {name} needs --{name} RUN (a 'jaxsoc train {name}' run)")
+    if "hrl" in args.helper and not args.hybrid:
+        raise ValueError("--helper hrl uses the Hybrid's high-level policy: give --hybrid RUN as well")
     task_set = T.load(args.tasks) if args.tasks else T.cached_split(args.split, args.task_seed)
     num_tasks = len(task_set) if args.num_tasks is None else min(args.num_tasks, len(task_set))
     params = E.HouseholdParams(tasks=task_set.states, teleport=args.teleport)
     acts = np.asarray(task_set.activities)[task_index(len(task_set), num_tasks)]
-    episodes = lambda alice, helper: _episodes(  # noqa: E731
-        task_set, alice, helper, params, args.seeds, args.batch, num_tasks, args.seed
+    goals = inferred_goals(args, task_set) if inferred else None
+    episodes = lambda alice, helper, g=None: _episodes(  # noqa: E731
+        task_set, alice, helper, params, args.seeds, args.batch, num_tasks, args.seed, g
     )
     alone_runs, results, raw = {}, {}, {}
     start = time.perf_counter()
@@ -225,12 +286,8 @@ def cmd_eval(args) -> int:
         alice = AG.make_agent(alice_kind, args.simulations)
         if alice_kind not in alone_runs:
             alone_runs[alice_kind] = episodes(alice, None)
-        helper = (
-            None
-            if name == "alice-alone"
-            else AG.make_agent("oracle-b" if name == "oracle-ab" else name, args.simulations)
-        )
-        helped = episodes(alice, helper) if helper is not None else None
+        helper = _helper_agent(name, args)
+        helped = episodes(alice, helper, goals if name in INFERRED else None) if helper is not None else None
         results[name] = EV.metrics(alone_runs[alice_kind], helped, acts)
         raw[name] = {"alone": alone_runs[alice_kind], "helped": helped}
         print(f"{name}: done ({time.perf_counter() - start:.0f} s)", flush=True)
@@ -312,7 +369,16 @@ def add_parser(sub) -> None:
     render.set_defaults(func=clear_errors(cmd_render))
 
     evaluate = verbs.add_parser("eval", help="the Help stage: Alice alone and with helpers, the paper's metrics")
-    evaluate.add_argument("--helper", nargs="+", default=["hp"], help=f"any of {', '.join(HELPERS)}")
+    evaluate.add_argument(
+        "--helper",
+        nargs="+",
+        default=["hp-tg"],
+        help=f"any of {', '.join(HELPERS)}; hp, hybrid and hrl are given the goal --watch infers, hp-tg the true one",
+    )
+    evaluate.add_argument("--watch", help="a 'jaxsoc train watch' run: infers the goal for hp, hybrid and hrl")
+    evaluate.add_argument("--demos", help="directory with <split>.npz paired demonstrations (default: record them)")
+    evaluate.add_argument("--hybrid", help="a 'jaxsoc train hybrid' run (for --helper hybrid and hrl)")
+    evaluate.add_argument("--hrl", help="a 'jaxsoc train hrl' run: the low-level policy of --helper hrl")
     evaluate.add_argument("--split", choices=list(SPLITS), default="test-1")
     evaluate.add_argument("--tasks", help="a task file (instead of --split)")
     evaluate.add_argument("--task-seed", type=int, default=0, help="the seed the split is built from")

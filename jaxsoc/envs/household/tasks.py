@@ -109,12 +109,13 @@ def _object_counts(key, goal) -> jax.Array:
     return jnp.floor(required + u * (high - required + 1)).astype(jnp.int32)
 
 
-def generate(key: jax.Array, apartment: jax.Array, activities: jax.Array) -> W.State:
+def generate(key: jax.Array, apartment: jax.Array, activities: jax.Array, goal: jax.Array | None = None) -> W.State:
     """Returns a task (``world.State`` at step 0, ``task_id`` -1) in apartment ``apartment`` (int) for one or two
-    ``activities`` (``int32[2]``, -1 for none). Jittable; vmap over keys for many."""
+    ``activities`` (``int32[2]``, -1 for none); ``goal`` (int8[30] counts) fixes the goal instead of drawing it
+    (the rest of the task is drawn as usual). Jittable; vmap over keys for many."""
     apt = _apartment(apartment)
     k_goal, k_target, k_count, k_place, k_rooms = jax.random.split(key, 5)
-    goal = sample_goal(k_goal, activities)
+    goal = sample_goal(k_goal, activities) if goal is None else jnp.asarray(goal, jnp.int8)
     target = _targets(k_target, apt)
     counts = _object_counts(k_count, goal)
     cum = jnp.cumsum(counts)

@@ -63,7 +63,15 @@ def random_goal(key: jax.Array, state: W.State) -> tuple[jax.Array, jax.Array]:
     k_pick, k_count = jax.random.split(key)
     picked = jax.random.permutation(k_pick, jnp.asarray(_RANDOM_GOAL_PREDICATES))[:6]
     counts = jax.random.randint(k_count, (6,), 0, 3)
-    count = jnp.zeros(PR.NUM_PREDICATES, jnp.int32).at[picked].set(counts)
+    return goal_targets(state, jnp.zeros(PR.NUM_PREDICATES, jnp.int32).at[picked].set(counts))
+
+
+def goal_targets(state: W.State, count: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Returns ``(count int8[30], target int16[30])``: goal counts ``count`` (int[30], e.g. a random or an inferred
+    goal) placed in ``state``'s apartment: each predicate's target is the first furniture of its target class,
+    except that the kitchen-table predicates use the kitchen table Alice's goal names, when it names one. A
+    predicate whose target furniture the apartment lacks gets count 0; holds_book (no target) keeps its count."""
+    count = jnp.asarray(count, jnp.int32)
     cls = state.nodes.cls
     furniture = jnp.asarray(W.NODE_KIND == 2)
 
@@ -75,8 +83,9 @@ def random_goal(key: jax.Array, state: W.State) -> tuple[jax.Array, jax.Array]:
     table = jnp.asarray(np.equal(PR.PRED_TARGET_CLASS, C.CLASS["kitchentable"]))  # the kitchen-table predicates
     alice_table = jnp.where(table, state.goal_target, -1).max()  # the table Alice's goal names, if any
     target = jnp.where(table & (alice_table >= 0), alice_table, by_class)
-    count = jnp.where(target >= 0, count, 0)
-    return count.astype(jnp.int8), jnp.where(count > 0, target, -1).astype(jnp.int16)
+    needs_target = jnp.asarray(PR.PRED_KIND != PR.HOLDS_KIND)
+    count = jnp.where((target >= 0) | ~needs_target, count, 0)
+    return count.astype(jnp.int8), jnp.where((count > 0) & needs_target, target, -1).astype(jnp.int16)
 
 
 @dataclasses.dataclass(frozen=True)

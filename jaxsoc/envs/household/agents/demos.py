@@ -13,7 +13,8 @@ rebuilt on the device by replaying the actions (``replay``, ``observations``, ``
 - ``split_tasks(split, ...)`` gives the tasks of the Watch stage's sets (``SPLITS``): ``train`` (the 1,011
   training tasks, ``tasks.cached_split("train")``), ``extra`` (the paper's 5,303 further demonstrations: new tasks
   in the 5 training apartments, activities in turn, no goal of ``test-1``; ``extra_tasks``), ``test-1`` and
-  ``test-2``. ``episodes=N`` keeps N tasks: the first N of ``extra``, else ``spread_index``'s N (round-robin
+  ``test-2`` (each Help task's paired demonstration: its goal in another apartment, ``paired_tasks``).
+  ``episodes=N`` keeps N tasks: the first N of ``extra``, else ``spread_index``'s N (round-robin
   over the set's activities, so every activity is represented).
 - ``save(demos, path)`` / ``load(path, successful_only=False)``: one ``.npz`` per set (layout in ``save``).
 
@@ -344,10 +345,42 @@ def extra_tasks(num: int = EXTRA_EPISODES, seed: int = 0) -> T.TaskSet:
     return T.TaskSet(states=jax.tree_util.tree_map(jnp.asarray, states), activities=acts, split="extra", seed=seed)
 
 
+@jax.jit
+def _paired(keys: jax.Array, apartments: jax.Array, activities: jax.Array, goals: jax.Array) -> W.State:
+    return jax.vmap(T.generate)(keys, apartments, activities, goals)
+
+
+def paired_tasks(task_set: T.TaskSet, seed: int = 0) -> T.TaskSet:
+    """Returns the Watch-stage demonstration tasks paired with Help tasks ``task_set``: task ``i`` has task ``i``'s
+    goal counts in a different apartment populated afresh (the paper: "we sample a different apartment and
+    randomize the initial state"), drawn uniformly from the training apartments that can hold its activities
+    (``apartments.TRAIN_APARTMENTS``, never the task's own). ``task_id`` is kept, so a demonstration names the
+    Help task it belongs to; each paired task depends only on ``seed``, its ``task_id`` and its task."""
+    acts = np.asarray(task_set.activities, np.int32)
+    own, ids = np.asarray(task_set.states.apartment), np.asarray(task_set.states.task_id)
+    ids = np.where(ids >= 0, ids, np.arange(len(ids)))
+    apartments = np.array(
+        [
+            np.random.default_rng([seed, 4, i]).choice(
+                [a for a in T.allowed_apartments(row, A.TRAIN_APARTMENTS) if a != apartment]
+            )
+            for i, row, apartment in zip(ids, acts, own)
+        ],
+        np.int32,
+    )
+    base = jax.random.fold_in(jax.random.key(seed), 4)  # make_split's sets use 0-2, extra_tasks 3
+    keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(jnp.asarray(ids, jnp.uint32))
+    states = _paired(keys, jnp.asarray(apartments), jnp.asarray(acts), jnp.asarray(task_set.states.goal_count))
+    states = states.replace(task_id=jnp.asarray(task_set.states.task_id))
+    return dataclasses.replace(task_set, states=states)
+
+
 def split_tasks(split: str, seed: int = 0, episodes: int | None = None) -> T.TaskSet:
-    """Returns the tasks of Watch-stage set ``split`` (``SPLITS``) built from task ``seed``; with ``episodes``,
-    only that many: the first ones of ``extra`` (``extra_tasks(episodes)``), else ``spread_index``'s selection.
-    Raises ``ValueError`` for an unknown split or a negative count."""
+    """Returns the tasks of Watch-stage set ``split`` (``SPLITS``) built from task ``seed``: ``train`` the training
+    tasks themselves, ``extra`` ``extra_tasks``, ``test-1`` / ``test-2`` the demonstrations paired with the Help
+    tasks (``paired_tasks``: same goal, another apartment). With ``episodes``, only that many: the first ones of
+    ``extra`` (``extra_tasks(episodes)``), else ``spread_index``'s selection. Raises ``ValueError`` for an unknown
+    split or a negative count."""
     if split not in SPLITS:
         raise ValueError(f"unknown demonstration split {split!r}; choose from {list(SPLITS)}")
     if episodes is not None and episodes < 1:
@@ -355,9 +388,9 @@ def split_tasks(split: str, seed: int = 0, episodes: int | None = None) -> T.Tas
     if split == "extra":
         return extra_tasks(EXTRA_EPISODES if episodes is None else episodes, seed)
     task_set = T.cached_split(split, seed)
-    if episodes is None or episodes >= len(task_set):
-        return task_set
-    return _subset(task_set, spread_index(task_set.activities, episodes))
+    if episodes is not None and episodes < len(task_set):
+        task_set = _subset(task_set, spread_index(task_set.activities, episodes))
+    return task_set if split == "train" else paired_tasks(task_set, seed)
 
 
 # -- files -----------------------------------------------------------------------------------------------

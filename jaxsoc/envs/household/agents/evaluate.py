@@ -20,19 +20,34 @@ import numpy as np
 from jaxsoc.envs.household import env as E
 from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import world as W
-from jaxsoc.envs.household.agents.agents import AgentMemory
+from jaxsoc.envs.household.agents.agents import AgentMemory, goal_targets
 
 
-def play(tasks: W.State, alice, helper, params: E.HouseholdParams, keys: jax.Array, max_steps: int = 250):
+def play(
+    tasks: W.State,
+    alice,
+    helper,
+    params: E.HouseholdParams,
+    keys: jax.Array,
+    max_steps: int = 250,
+    helper_goals: jax.Array | None = None,
+):
     """Returns a dict of ``[B]`` arrays for ``B`` episodes (``tasks`` and ``keys`` with a leading axis ``B``):
     ``success`` bool, ``length`` int32 (``max_steps`` on failure), ``conflicts`` int32 (steps where both named
     the same object), ``valid`` float32[B, 2] (share of each character's actions carried out, until the end).
-    ``helper`` None leaves Bob idle (Alice alone)."""
+    ``helper`` None leaves Bob idle (Alice alone). ``helper_goals`` (int[B, 30] predicate counts, e.g. inferred
+    from the paired demonstration) is the goal the helper is given instead of the true one: its ``init`` sees
+    the task with that goal (``agents.goal_targets`` places it in the apartment); Alice keeps the true goal."""
 
-    def one(task, key):
+    def one(task, key, goal):
         k_a, k_b, k_run = jax.random.split(key, 3)
         mem_a = alice.init(k_a, task)
-        mem_b = helper.init(k_b, task) if helper is not None else None
+        if goal is not None:
+            count, target = goal_targets(task, goal)
+            helper_task = task.replace(goal_count=count, goal_target=target)
+        else:
+            helper_task = task
+        mem_b = helper.init(k_b, helper_task) if helper is not None else None
 
         def body(carry, k):
             state, mem_a, mem_b, done, length, conflicts, valid = carry
@@ -65,7 +80,7 @@ def play(tasks: W.State, alice, helper, params: E.HouseholdParams, keys: jax.Arr
             "valid": valid / jnp.maximum(length, 1),
         }
 
-    return jax.vmap(one)(tasks, keys)
+    return jax.vmap(one)(tasks, keys, helper_goals)
 
 
 def _mean_se(x: np.ndarray) -> tuple[float, float]:
