@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 BIB_LEARNERS = ("bib-atc", "bib-bc-mlp", "bib-bc-rnn", "bib-video-rnn")
-ALGORITHMS = ("ppo", "a2c", "bc", "il-interactive", *BIB_LEARNERS)
+HOUSEHOLD_LEARNERS = ("watch", "hybrid", "hrl")
+ALGORITHMS = ("ppo", "a2c", "bc", "il-interactive", *BIB_LEARNERS, *HOUSEHOLD_LEARNERS)
 
 
 def _convert(name: str, hint: Any, text: str) -> Any:
@@ -71,6 +72,8 @@ def cmd_train(args) -> int:
         return _train_imitation(args)
     if args.algo in BIB_LEARNERS:
         return _train_bib(args)
+    if args.algo in HOUSEHOLD_LEARNERS:
+        return _train_household(args)
     base = dict(env_id=args.env, preset=args.preset)
     if args.num_envs is not None:
         base["num_envs"] = args.num_envs
@@ -125,6 +128,19 @@ def _train_bib(args) -> int:
         return 2
     print(json.dumps(summary, indent=1))
     print(bib.run_line(summary, Path(args.out)))
+    return 0
+
+
+def _train_household(args) -> int:
+    from jaxsoc.learners.household import commands as household
+
+    try:
+        summary = household.train_command(args, parse_overrides(household.config_type(args.algo), args.set))
+    except (TypeError, ValueError) as error:
+        print(f"jaxsoc train: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=1))
+    print(household.run_line(summary, Path(args.out)))
     return 0
 
 
@@ -339,7 +355,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--out", required=True, help="run directory (metrics, curves, checkpoints)")
     train.add_argument("--frames", type=float, help="total env frames (RL)")
     train.add_argument("--num-envs", type=int, help="parallel worlds (RL)")
-    train.add_argument("--demos", help="demonstration dataset directory (bc)")
+    train.add_argument("--demos", help="demonstration dataset directory (bc; watch: train.npz [, extra.npz])")
     train.add_argument("--seed", type=int, default=0)
     bib = train.add_argument_group("BIB learners (bib-*)")
     bib.add_argument("--data", help="a background dataset root written by jaxsoc bib data (else generated)")
@@ -347,7 +363,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     bib.add_argument("--data-seed", type=int, default=0, help="seed of the generated background set")
     bib.add_argument("--seeds", type=int, default=1, help="seeds trained together (vmapped)")
     bib.add_argument("--encoder", help="a bib-atc run whose encoder the observers start from")
-    bib.add_argument("--epochs", type=int, help="epochs (default the config's)")
+    bib.add_argument("--epochs", type=int, help="epochs (default the config's; bib-* and watch)")
     train.add_argument(
         "--set",
         action="append",

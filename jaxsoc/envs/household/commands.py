@@ -7,6 +7,7 @@ jaxsoc household render --split test-1 --task 4 --out ep.gif   # the scripted so
 jaxsoc household eval --helper hp-tg hprg random oracle-b oracle-ab --split test-1 --out results/help
 jaxsoc household eval --helper hp hybrid --watch runs/watch --hybrid runs/hybrid --demos demos --out results/help
 jaxsoc household demos --split train --out demos            # Alice-alone Watch demonstrations: demos/train.npz
+jaxsoc household goals runs/watch --demos demos --out results   # goal inference on test-1 / test-2 vs the paper
 """
 
 from __future__ import annotations
@@ -405,6 +406,10 @@ def add_parser(sub) -> None:
     demos.add_argument("--max-steps", type=int, default=250, help="steps before an episode counts as failed")
     demos.add_argument("--batch", type=int, default=64, help="episodes run at once")
     demos.set_defaults(func=clear_errors(cmd_demos))
+
+    from jaxsoc.learners.household.commands import add_goals_parser
+
+    add_goals_parser(verbs)
 
 
 def main(argv: list[str] | None = None) -> int:

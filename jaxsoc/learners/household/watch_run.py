@@ -1,0 +1,386 @@
+"""Training runs of the Watch stage's goal-inference model (``jaxsoc train watch``) and their evaluation.
+
+``train(config, out, demos_dir)`` reads the successful demonstrations of ``train.npz`` (and ``extra.npz`` when
+present) written by ``jaxsoc household demos``, holds out ``config.validation_fraction`` of them (a fixed
+split of ``config.seed``) and trains ``watch.GoalInference`` with Adam on the mean cross-entropy of its count
+classifiers. The demonstrations live on the device as tasks and actions; each optimiser step gathers its batch
+there and rebuilds Alice's observations by replay (``demos.observations``) inside one jitted step. A batch's
+time axis is cut to its longest demonstration rounded up to a multiple of ``TIME_STEP`` (the whole
+``max_steps`` with ``code_parity``, whose means cover the padding), so a short batch does not pay for 250
+steps: the step is compiled once per distinct length, which is why an epoch is a Python loop over jitted steps
+rather than one ``lax.scan`` (dispatch is asynchronous, so the loop costs little on a GPU). Each epoch's data
+order and dropout keys come from ``fold_in(key(seed), epoch)``, so ``resume`` continues from the newest
+checkpoint and gives the same parameters as an uninterrupted run; ``epochs`` may be raised on resume.
+
+After each epoch the validation loss, precision, recall, F1 and accuracy (``watch.scores``) go to
+``metrics.csv`` with the training loss and speed, and the parameters and optimiser state to an orbax
+checkpoint. A run directory holds ``run.json`` (kind ``"watch"``, config, data), ``metrics.csv`` /
+``metrics.json``, ``curves.png`` and ``checkpoints/``. ``load(run)`` returns its config and parameters,
+``infer_goals`` predicts goals of demonstrations and ``evaluate`` scores them (e.g. on ``test-1.npz``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from tqdm.auto import tqdm
+
+from jaxsoc.envs.household import predicates as PR
+from jaxsoc.envs.household.agents import demos as D
+from jaxsoc.learners.checkpoint import Checkpointer
+from jaxsoc.learners.household import watch as WA
+from jaxsoc.learners.run_log import MetricsLog
+
+KIND = "watch"
+RUN_JSON = "run.json"
+CHECKPOINTS = "checkpoints"
+TRAIN_FILES = ("train.npz", "extra.npz")
+TIME_STEP = 16
+_SPLIT_KEY = 10**6  # folded into key(seed) for the validation split
+_METRICS = ("precision", "recall", "f1", "accuracy")
+
+
+# ---------------------------------------------------------------------------------------------------- data
+
+
+def _concat(parts: list[D.Demos]) -> D.Demos:
+    """Returns the demonstrations of ``parts`` one after the other (actions padded with noops to the longest
+    ``max_steps``)."""
+    if len(parts) == 1:
+        return parts[0]
+    steps = max(p.max_steps for p in parts)
+    cat = lambda *xs: np.concatenate([np.asarray(x) for x in xs])  # noqa: E731
+    tasks = dataclasses.replace(
+        parts[0].tasks,
+        states=jax.tree_util.tree_map(cat, *[p.tasks.states for p in parts]),
+        activities=cat(*[p.tasks.activities for p in parts]),
+    )
+    actions = cat(*[np.pad(p.actions, ((0, 0), (0, steps - p.max_steps))) for p in parts])
+    return dataclasses.replace(
+        parts[0],
+        tasks=tasks,
+        actions=actions,
+        length=cat(*[p.length for p in parts]),
+        success=cat(*[p.success for p in parts]),
+        satisfied=cat(*[p.satisfied for p in parts]),
+    )
+
+
+def read_demos(demos_dir: str | Path, episodes: int | None = None) -> tuple[D.Demos, list[str]]:
+    """Returns ``(demos, files)``: the successful demonstrations of ``TRAIN_FILES`` under ``demos_dir``
+    (``train.npz`` required, ``extra.npz`` optional), the first ``episodes`` of them when given.
+
+    Raises:
+        ValueError: no such directory or no ``train.npz``, an unreadable file, no successful demonstration,
+            or a non-positive ``episodes``.
+    """
+    root = Path(demos_dir)
+    if not root.is_dir():
+        raise ValueError(f"no demonstrations directory {root} (write one with `jaxsoc household demos`)")
+    if not (root / TRAIN_FILES[0]).is_file():
+        raise ValueError(f"{root} has no {TRAIN_FILES[0]} (`jaxsoc household demos --split train --out {root}`)")
+    if episodes is not None and episodes < 1:
+        raise ValueError(f"episodes must be positive, got {episodes}")
+    files = [name for name in TRAIN_FILES if (root / name).is_file()]
+    demos = _concat([D.load(root / name, successful_only=True) for name in files])
+    if not len(demos):
+        raise ValueError(f"{root}: no successful demonstration in {', '.join(files)}")
+    if episodes is not None and episodes < len(demos):
+        demos = demos.select(np.arange(episodes))
+    return demos, files
+
+
+def split_rows(num: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Returns ``(train, validation)`` int64 row indices of ``num`` demonstrations: a random ``fraction`` of
+    them (at least one when ``fraction > 0``) validates. Raises ``ValueError`` when no row is left to train."""
+    n_val = max(1, round(fraction * num)) if fraction > 0 else 0
+    if num - n_val < 1:
+        raise ValueError(f"{num} demonstration(s) leave none to train on after validation_fraction={fraction}")
+    perm = np.asarray(jax.random.permutation(jax.random.fold_in(jax.random.key(seed), _SPLIT_KEY), num))
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+def device_bank(demos: D.Demos) -> dict[str, Any]:
+    """The demonstrations on the device: ``tasks`` (``world.State`` [N]), ``actions`` int32[N, max_steps],
+    ``length`` int32[N]."""
+    return {
+        "tasks": jax.tree_util.tree_map(jnp.asarray, demos.tasks.states),
+        "actions": jnp.asarray(demos.actions, jnp.int32),
+        "length": jnp.asarray(demos.length, jnp.int32),
+    }
+
+
+def time_steps(lengths: np.ndarray, max_steps: int, config: WA.WatchConfig) -> int:
+    """Returns the time axis of a batch of demonstrations of ``lengths``: the longest rounded up to a multiple
+    of ``TIME_STEP``, at most ``max_steps`` (always ``max_steps`` with ``code_parity``)."""
+    if config.code_parity:
+        return max_steps
+    return int(min(max_steps, math.ceil(int(np.max(lengths)) / TIME_STEP) * TIME_STEP))
+
+
+def device_batch(config: WA.WatchConfig, bank: dict, rows: jax.Array, steps: int) -> dict:
+    """Returns the batch of demonstrations ``rows`` (int32[B]) of ``bank`` cut to ``steps`` steps, in
+    ``Demos.batch``'s layout (``obs`` only when the model reads observations, ``target_class`` when it reads
+    actions). Jittable with ``steps`` static."""
+    tasks = jax.tree_util.tree_map(lambda x: x[rows], bank["tasks"])
+    actions = bank["actions"][rows, :steps]
+    length = bank["length"][rows]
+    batch = {
+        "actions": actions,
+        "valid": jnp.arange(steps)[None, :] < length[:, None],
+        "length": length,
+        "goal_count": tasks.goal_count,
+    }
+    if config.input == "actions":
+        batch["target_class"] = WA.target_classes(tasks, actions)
+    else:
+        batch["obs"] = D.observations(tasks, actions)
+    return batch
+
+
+# ---------------------------------------------------------------------------------------------------- steps
+
+
+class Functions:
+    """The jitted functions of one model and optimiser (``compiled`` shares them between runs):
+
+    - ``init(key) -> state``: ``{"params", "opt_state"}``, fresh;
+    - ``step(state, key, bank, rows, steps=...) -> (state, loss)``: one Adam step on the demonstrations
+      ``rows`` int32[B] of ``bank`` (``device_bank``) cut to ``steps`` steps (``time_steps``);
+    - ``forward(params, bank, rows, steps=...) -> (loss float32[B], counts int32[B, 30])``: evaluation mode.
+    """
+
+    def __init__(self, config: WA.WatchConfig) -> None:
+        self.config, self.model, self.optimizer = config, WA.GoalInference(config), optax.adam(config.lr)
+        self.step = jax.jit(self._step, static_argnames="steps")
+        self.forward = jax.jit(self._forward, static_argnames="steps")
+
+    def init(self, key: jax.Array) -> dict[str, Any]:
+        params = WA.init_params(self.config, key)
+        return {"params": params, "opt_state": self.optimizer.init(params)}
+
+    def _step(self, state, key, bank, rows, steps):
+        batch = device_batch(self.config, bank, rows, steps)
+
+        def objective(params):
+            logits = self.model.apply({"params": params}, batch, train=True, rngs={"dropout": key})
+            return WA.loss(logits, batch["goal_count"])
+
+        value, grads = jax.value_and_grad(objective)(state["params"])
+        updates, opt_state = self.optimizer.update(grads, state["opt_state"], state["params"])
+        return {"params": optax.apply_updates(state["params"], updates), "opt_state": opt_state}, value
+
+    def _forward(self, params, bank, rows, steps):
+        batch = device_batch(self.config, bank, rows, steps)
+        logits = self.model.apply({"params": params}, batch)
+        losses = jax.vmap(lambda lg, g: WA.loss(lg[None], g[None]))(logits, batch["goal_count"])
+        return losses, WA.predict(logits)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_functions(config: WA.WatchConfig) -> Functions:
+    return Functions(config)
+
+
+def compiled(config: WA.WatchConfig) -> Functions:
+    """The jitted functions of ``config``'s model (epochs, seed, batch and validation split do not matter)."""
+    return _cached_functions(dataclasses.replace(config, epochs=1, seed=0, batch=1, validation_fraction=0.0))
+
+
+def predict_all(fns: Functions, params, bank: dict, lengths: np.ndarray, max_steps: int, batch: int):
+    """Returns ``(losses float32[N], counts int32[N, 30])`` of every demonstration of ``bank`` (``lengths``
+    int[N] on the host), run in batches of similar lengths (the last padded by repetition)."""
+    order = np.argsort(lengths, kind="stable")
+    losses, counts = np.zeros(len(order), np.float32), np.zeros((len(order), PR.NUM_PREDICATES), np.int32)
+    for start in range(0, len(order), batch):
+        rows = order[start : start + batch]
+        padded = np.concatenate([rows, np.full(batch - len(rows), rows[-1])])
+        steps = time_steps(lengths[rows], max_steps, fns.config)
+        loss, pred = jax.device_get(fns.forward(params, bank, jnp.asarray(padded, jnp.int32), steps=steps))
+        losses[rows], counts[rows] = loss[: len(rows)], pred[: len(rows)]
+    return losses, counts
+
+
+# ---------------------------------------------------------------------------------------------------- runs
+
+
+def _checkpointer(run: Path, config: WA.WatchConfig, data: dict[str, Any]) -> Checkpointer:
+    """The run's checkpoints; a restore checks the config (all but ``epochs``) and the data."""
+    saved = {k: v for k, v in config.to_dict().items() if k != "epochs"}
+    return Checkpointer(run / CHECKPOINTS, {"kind": KIND, "config": saved, "model_config": {"data": data}})
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value, indent=1, default=str) + "\n")
+    tmp.replace(path)
+
+
+def _read_run(run: str | Path) -> dict[str, Any]:
+    path = Path(run) / RUN_JSON
+    if not path.is_file():
+        raise ValueError(f"{run} is not a watch training run (no {RUN_JSON})")
+    try:
+        info = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not readable JSON: {error}") from error
+    if not isinstance(info, dict) or info.get("kind") != KIND:
+        kind = info.get("kind") if isinstance(info, dict) else None
+        raise ValueError(f"{run} is not a watch training run (its kind is {kind!r})")
+    return info
+
+
+def train(
+    config: WA.WatchConfig,
+    out: str | Path,
+    demos_dir: str | Path,
+    resume: bool = False,
+    progress: bool = True,
+    episodes: int | None = None,
+) -> dict[str, Any]:
+    """Trains the goal-inference model of ``config`` on the demonstrations in ``demos_dir`` into ``out``
+    (module docstring).
+
+    Args:
+        config: the model and its training.
+        out: the run directory.
+        demos_dir: a directory with ``train.npz`` (and optionally ``extra.npz``) from ``jaxsoc household demos``.
+        resume: continue from the newest checkpoint in ``out`` (same config but ``epochs``, same data).
+        progress: show a progress bar over epochs.
+        episodes: use only the first this many successful demonstrations (``train.npz``, then ``extra.npz``).
+
+    Returns:
+        The summary (also in ``metrics.json``): epochs done, final train and validation loss, validation
+        precision/recall/F1/accuracy, demonstrations per second, data sizes, wall time and device.
+
+    Raises:
+        ValueError: bad demonstrations (``read_demos``), a directory holding a run without ``resume``, a run of
+            another kind, or a checkpoint of another config or data.
+    """
+    start = time.perf_counter()
+    out = Path(out)
+    demos, files = read_demos(demos_dir, episodes)
+    train_rows, val_rows = split_rows(len(demos), config.validation_fraction, config.seed)
+    data = {"demos_dir": str(Path(demos_dir).absolute()), "files": files, "episodes": episodes}
+    sizes = {"demos": len(demos), "train": len(train_rows), "validation": len(val_rows)}
+    if (out / RUN_JSON).exists():
+        if not resume:
+            raise ValueError(f"{out} already holds a run; pass resume to continue it or choose another directory")
+        _read_run(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    checkpointer = _checkpointer(out, config, data)
+    try:
+        first = checkpointer.check_meta() if resume and checkpointer.latest_step() is not None else 0
+    except ValueError:
+        checkpointer.close()
+        raise
+    fns = compiled(config)
+    state = fns.init(jax.random.key(config.seed))
+    if first:
+        state = checkpointer.restore(state, first)
+    log = MetricsLog(out)
+    if resume:
+        log.truncate("epoch", first)
+    _write_json(out / RUN_JSON, {"kind": KIND, "config": config.to_dict(), "data": data, "sizes": sizes})
+
+    bank, lengths, max_steps = device_bank(demos), np.asarray(demos.length), demos.max_steps
+    val_bank = device_bank(demos.select(val_rows)) if len(val_rows) else None
+    batch = min(config.batch, len(train_rows))
+    num_steps = math.ceil(len(train_rows) / batch)
+    bar = tqdm(total=config.epochs, initial=first, unit="epoch", desc=KIND, disable=not progress)
+    with bar:
+        for epoch in range(first, config.epochs):
+            k_order, k_steps = jax.random.split(jax.random.fold_in(jax.random.key(config.seed), epoch))
+            perm = np.asarray(jax.random.permutation(k_order, len(train_rows)))
+            plan = train_rows[np.resize(perm, num_steps * batch).reshape(num_steps, batch)]
+            keys = jax.random.split(k_steps, num_steps)
+            tick, losses = time.perf_counter(), []
+            for rows, key in zip(plan, keys):
+                steps = time_steps(lengths[rows], max_steps, config)
+                state, value = fns.step(state, key, bank, jnp.asarray(rows, jnp.int32), steps=steps)
+                losses.append(value)
+            train_loss = float(jnp.mean(jnp.stack(losses)))
+            speed = num_steps * batch / (time.perf_counter() - tick)
+            row = {"epoch": epoch + 1, "steps": (epoch + 1) * num_steps, "train_loss": train_loss}
+            if val_bank is not None:
+                val_loss, pred = predict_all(fns, state["params"], val_bank, lengths[val_rows], max_steps, batch)
+                row["val_loss"] = float(val_loss.mean())
+                row.update({f"val_{k}": v for k, v in WA.scores(pred, demos.tasks.states.goal_count[val_rows]).items()})
+            else:
+                row.update({name: math.nan for name in ("val_loss", *(f"val_{k}" for k in _METRICS))})
+            row.update({"demos_per_s": speed, "wall_s": time.perf_counter() - start})
+            log.append([row])
+            checkpointer.save(epoch + 1, state)
+            bar.update(1)
+            bar.set_postfix(train=f"{train_loss:.4f}", val=f"{row['val_loss']:.4f}", f1=f"{row['val_f1']:.3f}")
+    checkpointer.close()
+    final = log.rows[-1] if log.rows else {}
+    summary = {
+        "title": f"watch ({config.input}), {sizes['train']} training demonstrations",
+        "kind": KIND,
+        "epochs_done": int(final.get("epoch", 0)),
+        "epochs": config.epochs,
+        "steps": int(final.get("steps", 0)),
+        **{name: final.get(name) for name in ("train_loss", "val_loss", *(f"val_{k}" for k in _METRICS))},
+        "demos_per_s": final.get("demos_per_s"),
+        "sizes": sizes,
+        "wall_s": time.perf_counter() - start,
+        "device": jax.devices()[0].device_kind,
+        "checkpoint": str(out / CHECKPOINTS),
+    }
+    log.finish(summary, x="epoch", curves=("train_loss", "val_loss", "val_f1"))
+    return summary
+
+
+def load(run: str | Path) -> tuple[WA.WatchConfig, Any]:
+    """Returns ``(config, params)`` of a watch run directory: its config and the newest checkpoint's parameters.
+
+    Raises:
+        ValueError: not a watch run, no checkpoint yet, or a checkpoint that does not match ``run.json``.
+    """
+    info = _read_run(run)
+    try:
+        config = WA.WatchConfig(**info["config"])
+    except (TypeError, KeyError) as error:
+        raise ValueError(f"{run}: bad config in {RUN_JSON}: {error}") from error
+    fns = compiled(config)
+    template = jax.eval_shape(fns.init, jax.random.key(0))
+    template = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), template)
+    checkpointer = _checkpointer(Path(run), config, info.get("data", {}))
+    try:
+        state = checkpointer.restore(template)
+    except FileNotFoundError as error:
+        raise ValueError(f"{run} has no checkpoint yet") from error
+    finally:
+        checkpointer.close()
+    return config, state["params"]
+
+
+def infer_goals(run: str | Path | tuple[WA.WatchConfig, Any], demos: D.Demos, batch: int = 32) -> np.ndarray:
+    """Returns int8[N, 30]: the goal counts a model predicts for each of ``demos`` (``run``: a run directory or
+    a ``(config, params)`` pair), run ``batch`` demonstrations at a time."""
+    config, params = run if isinstance(run, tuple) else load(run)
+    if not len(demos):
+        raise ValueError("no demonstrations to infer goals from")
+    fns = compiled(config)
+    batch = min(batch, len(demos))
+    _, counts = predict_all(fns, params, device_bank(demos), np.asarray(demos.length), demos.max_steps, batch)
+    return counts.astype(np.int8)
+
+
+def evaluate(run: str | Path | tuple[WA.WatchConfig, Any], demos: D.Demos, batch: int = 32) -> dict[str, Any]:
+    """Returns ``watch.scores`` of a model's goals on ``demos`` (e.g. ``demos.load("test-1.npz")``) against
+    their true goals, plus ``episodes`` (how many)."""
+    pred = infer_goals(run, demos, batch)
+    return {**WA.scores(pred, demos.tasks.states.goal_count), "episodes": len(demos)}

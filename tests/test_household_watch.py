@@ -1,0 +1,245 @@
+"""The Watch stage's goal-inference model: shapes, padding invariance, overfitting, metrics, runs and resume.
+
+Everything is toy-sized (d=16, 4 demonstrations of at most 12 steps). The demonstrations are synthetic: tasks
+drawn with ``tasks.generate`` and Alice walking to random nodes (no planner), written as successful
+(``satisfied`` = the goal) so that ``demos.load`` accepts them; the model only has to tell the 4 tasks apart.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxsoc.envs.household import classes as C
+from jaxsoc.envs.household import predicates as PR
+from jaxsoc.envs.household import tasks as T
+from jaxsoc.envs.household import world as W
+from jaxsoc.envs.household.agents import demos as D
+from jaxsoc.learners.household import watch as WA
+from jaxsoc.learners.household import watch_run as WR
+
+N, STEPS, D_MODEL = 4, 12, 16
+LENGTHS = np.array([12, 8, 5, 10], np.int32)
+CONFIGS = {
+    name: WA.WatchConfig(d=D_MODEL, input=name, lr=1e-2, batch=2, epochs=2, validation_fraction=0.25)
+    for name in WA.INPUTS
+}
+
+
+def make_demos(success: bool = True) -> D.Demos:
+    """4 synthetic demonstrations (one per apartment of 0, 1, 2, 4 and activity of 0, 1, 2, 4)."""
+    keys = jax.random.split(jax.random.key(0), N)
+    acts = jnp.array([[0, -1], [1, -1], [2, -1], [4, -1]], jnp.int32)
+    states = jax.jit(jax.vmap(T.generate))(keys, jnp.array([0, 1, 2, 4]), acts)
+    states = states.replace(task_id=jnp.arange(N, dtype=jnp.int32))
+    rng = np.random.default_rng(0)
+    actions = (W.V["walk"] * W.NUM_NODES + rng.integers(W.FURNITURE0, W.NUM_NODES, (N, STEPS))).astype(np.int16)
+    actions[~D.valid_mask(LENGTHS, STEPS)] = 0
+    goal = np.asarray(states.goal_count, np.int8)
+    task_set = T.TaskSet(states=states, activities=np.asarray(acts, np.int8), split="train", seed=0)
+    return D.Demos(
+        tasks=task_set,
+        actions=actions,
+        length=LENGTHS if success else np.full(N, STEPS, np.int32),
+        success=np.full(N, success),
+        satisfied=goal if success else np.zeros_like(goal),
+        seed=0,
+        num_simulations=1,
+    )
+
+
+@pytest.fixture(scope="module")
+def demos():
+    return make_demos()
+
+
+@pytest.fixture(scope="module")
+def batch(demos):
+    """The 4 demonstrations as the model reads them (``Demos.batch`` plus ``target_class``)."""
+    out = demos.batch(np.arange(N))
+    out["target_class"] = WA.target_classes(demos.tasks.states, out["actions"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def models():
+    """Per input: (params, jitted apply); "last" has the parameters of "graph"."""
+    params = {name: WA.init_params(CONFIGS[name], jax.random.key(1)) for name in ("graph", "actions")}
+    params["last"] = params["graph"]
+    return {name: (params[name], jax.jit(WA.GoalInference(config).apply)) for name, config in CONFIGS.items()}
+
+
+@pytest.fixture(scope="module")
+def demos_dir(tmp_path_factory, demos):
+    root = tmp_path_factory.mktemp("demos")
+    D.save(demos, root / "train.npz")
+    return root
+
+
+def test_logits_shape_for_every_input(models, batch):
+    assert WA.MAX_COUNT == 2 and WA.NUM_COUNTS == 3
+    for params, apply in models.values():
+        logits = apply({"params": params}, batch)
+        assert logits.shape == (N, PR.NUM_PREDICATES, WA.NUM_COUNTS) and logits.dtype == jnp.float32
+        assert np.isfinite(np.asarray(logits)).all()
+        assert WA.predict(logits).shape == (N, PR.NUM_PREDICATES) and WA.predict(logits).dtype == jnp.int32
+
+
+def test_padding_and_invisible_nodes_never_change_the_output(models, batch):
+    valid, obs = batch["valid"], batch["obs"]
+    noise = np.random.default_rng(1)
+    hidden = ~obs["visible"] | ~valid[..., None]  # invisible nodes, and every node of a padded step
+    changed = dict(obs)
+    changed["class"] = jnp.where(
+        hidden, jnp.asarray(noise.integers(1, C.NUM_CLASSES, hidden.shape), jnp.int16), obs["class"]
+    )
+    changed["states"] = jnp.where(hidden, jnp.uint8(3), obs["states"])
+    changed["position"] = jnp.where(hidden[..., None], 7.0, obs["position"])
+    changed["relation"] = jnp.where(hidden, jnp.int8(1), obs["relation"])
+    changed["visible"] = obs["visible"] | ~valid[..., None]  # padded steps may show anything
+    pad = ~valid
+    changed["agent_position"] = jnp.where(pad[..., None, None], 3.0, obs["agent_position"])
+    other = {
+        **batch,
+        "obs": changed,
+        "actions": jnp.where(pad, W.V["grab"] * W.NUM_NODES + 50, batch["actions"]),
+        "target_class": jnp.where(pad, 5, batch["target_class"]),
+    }
+    for name, (params, apply) in models.items():
+        np.testing.assert_allclose(
+            apply({"params": params}, batch), apply({"params": params}, other), atol=1e-5, err_msg=name
+        )
+    # a visible node does change it
+    params, apply = models["graph"]
+    moved = {**batch, "obs": {**obs, "position": obs["position"] + 1.0 * obs["visible"][..., None]}}
+    assert not np.allclose(apply({"params": params}, batch), apply({"params": params}, moved), atol=1e-5)
+
+
+def test_subsample_spreads_frames_over_the_real_steps():
+    valid = jnp.asarray(D.valid_mask([10, 3], 12))
+    obs = {"t": jnp.broadcast_to(jnp.arange(12), (2, 12))}
+    sub, sub_valid = WA.subsample(obs, valid, 4)
+    np.testing.assert_array_equal(sub["t"], [[0, 3, 6, 9], [0, 1, 2, 2]])
+    np.testing.assert_array_equal(sub_valid, [[True] * 4, [True, True, True, False]])
+
+
+def test_the_model_overfits_four_demonstrations(demos):
+    # the run's own jitted step and forward (shared with test_resume_equals_an_uninterrupted_run)
+    fns, bank = WR.compiled(CONFIGS["graph"]), WR.device_bank(demos)
+    state = fns.init(jax.random.key(1))
+    first, _ = WR.predict_all(fns, state["params"], bank, LENGTHS, STEPS, batch=2)
+    for i in range(120):
+        rows = jnp.array([[0, 1], [2, 3]][i % 2], jnp.int32)
+        state, _ = fns.step(state, jax.random.key(i), bank, rows, steps=STEPS)
+    losses, counts = WR.predict_all(fns, state["params"], bank, LENGTHS, STEPS, batch=2)
+    assert losses.mean() < 0.05 * first.mean()
+    np.testing.assert_array_equal(counts, demos.tasks.states.goal_count)
+
+
+def test_metrics_on_hand_made_multisets():
+    a, b = PR.PREDICATE["holds_book"], PR.PREDICATE["sit_sofa"]
+    pred, true = np.zeros((3, 30), int), np.zeros((3, 30), int)
+    pred[0, a], true[0, a], true[0, b] = 2, 1, 1  # {a:2} vs {a:1, b:1}
+    pred[1, b], true[1, b] = 1, 1  # exact
+    true[2, a] = 2  # nothing predicted
+    tp, fp, fn = WA.multiset_counts(pred, true)
+    np.testing.assert_array_equal(tp, [1, 1, 0])
+    np.testing.assert_array_equal(fp, [1, 0, 0])
+    np.testing.assert_array_equal(fn, [1, 0, 2])
+    s = WA.scores(pred, true)
+    assert s["precision"] == pytest.approx(2 / 3) and s["recall"] == pytest.approx(2 / 5)
+    assert s["f1"] == pytest.approx(2 * (2 / 3) * (2 / 5) / (2 / 3 + 2 / 5)) and s["accuracy"] == pytest.approx(1 / 3)
+    assert WA.scores(true, true) == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "accuracy": 1.0}
+    assert WA.scores(np.zeros((1, 30)), np.zeros((1, 30)))["precision"] == 0.0
+    with pytest.raises(ValueError, match="shape"):
+        WA.multiset_counts(pred, true[:2])
+
+
+def test_chance_draws_training_goals(demos):
+    goals = np.asarray(demos.tasks.states.goal_count)
+    guess = WA.chance_counts(jax.random.key(0), goals, 50)
+    assert guess.shape == (50, 30) and guess.dtype == np.int8
+    assert all((goals == g).all(1).any() for g in guess)
+    with pytest.raises(ValueError, match="training goals"):
+        WA.chance_counts(jax.random.key(0), goals[:0], 5)
+
+
+def test_resume_equals_an_uninterrupted_run(tmp_path, demos_dir, demos):
+    config = CONFIGS["graph"]
+    whole = WR.train(config, tmp_path / "whole", demos_dir, progress=False)
+    assert whole["epochs_done"] == 2 and whole["sizes"] == {"demos": 4, "train": 3, "validation": 1}
+    WR.train(WA.WatchConfig(**{**config.to_dict(), "epochs": 1}), tmp_path / "parts", demos_dir, progress=False)
+    parts = WR.train(config, tmp_path / "parts", demos_dir, resume=True, progress=False)
+    assert parts["epochs_done"] == 2
+    (_, p_whole), (loaded_config, p_parts) = WR.load(tmp_path / "whole"), WR.load(tmp_path / "parts")
+    assert loaded_config == config
+    for x, y in zip(jax.tree_util.tree_leaves(p_whole), jax.tree_util.tree_leaves(p_parts)):
+        np.testing.assert_array_equal(x, y)
+    run = tmp_path / "whole"
+    header = (run / "metrics.csv").read_text().splitlines()[0].split(",")
+    for column in ("epoch", "train_loss", "val_loss", "val_precision", "val_recall", "val_f1", "val_accuracy"):
+        assert column in header
+    assert "demos_per_s" in header and len((run / "metrics.csv").read_text().splitlines()) == 3
+    assert (run / "curves.png").is_file() and json.loads((run / "run.json").read_text())["kind"] == "watch"
+    assert whole["val_loss"] == parts["val_loss"]
+
+    goals = WR.infer_goals(run, demos, batch=2)
+    assert goals.shape == (N, 30) and goals.dtype == np.int8 and (goals >= 0).all() and (goals <= WA.MAX_COUNT).all()
+    np.testing.assert_array_equal(goals, WR.infer_goals((config, p_whole), demos, batch=2))
+    scores = WR.evaluate(run, demos, batch=2)
+    assert set(scores) == {"precision", "recall", "f1", "accuracy", "episodes"} and scores["episodes"] == N
+
+    # a checkpoint of another config, or other data, is refused; so is an existing run without resume
+    with pytest.raises(ValueError, match="config.lr"):
+        WR.train(WA.WatchConfig(**{**config.to_dict(), "lr": 1e-3}), run, demos_dir, resume=True, progress=False)
+    with pytest.raises(ValueError, match="model_config.data"):
+        WR.train(config, run, demos_dir, resume=True, progress=False, episodes=3)
+    with pytest.raises(ValueError, match="already holds a run"):
+        WR.train(config, run, demos_dir, progress=False)
+
+
+def test_clear_errors(tmp_path, demos_dir):
+    config = CONFIGS["graph"]
+    with pytest.raises(ValueError, match="no demonstrations directory"):
+        WR.train(config, tmp_path / "run", tmp_path / "missing", progress=False)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no train.npz"):
+        WR.train(config, tmp_path / "run", tmp_path / "empty", progress=False)
+    D.save(make_demos(success=False), tmp_path / "failed" / "train.npz")
+    with pytest.raises(ValueError, match="no successful demonstration"):
+        WR.train(config, tmp_path / "run", tmp_path / "failed", progress=False)
+    with pytest.raises(ValueError, match="episodes must be positive"):
+        WR.train(config, tmp_path / "run", demos_dir, progress=False, episodes=0)
+    with pytest.raises(ValueError, match="none to train on"):
+        WR.split_rows(1, 0.5, 0)
+    with pytest.raises(ValueError, match="not a watch training run"):
+        WR.load(tmp_path / "empty")
+    other = tmp_path / "bib"
+    other.mkdir()
+    (other / "run.json").write_text(json.dumps({"kind": "bib-atc", "config": {}}))
+    with pytest.raises(ValueError, match="not a watch training run"):
+        WR.load(other)
+    with pytest.raises(ValueError, match="not a watch training run"):
+        WR.train(config, other, demos_dir, resume=True, progress=False)
+    shutil.rmtree(other)
+    for bad, match in [
+        ({"input": "pixels"}, "input"),
+        ({"d": 15}, "even"),
+        ({"heads": 3}, "divisible"),
+        ({"max_frames": 0}, "max_frames"),
+        ({"validation_fraction": 1.0}, "validation_fraction"),
+        ({"lr": 0.0}, "lr"),
+        ({"epochs": 0}, "epochs"),
+        ({"dropout": 1.0}, "dropout"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            WA.WatchConfig(**bad)
+    with pytest.raises(ValueError, match="target_class"):
+        WA.GoalInference(CONFIGS["actions"]).init(
+            jax.random.key(0), {"actions": jnp.zeros((1, 1), jnp.int32), "valid": jnp.ones((1, 1), bool)}
+        )
