@@ -243,3 +243,29 @@ def test_clear_errors(tmp_path, demos_dir):
         WA.GoalInference(CONFIGS["actions"]).init(
             jax.random.key(0), {"actions": jnp.zeros((1, 1), jnp.int32), "valid": jnp.ones((1, 1), bool)}
         )
+
+
+def test_command_line_trains_and_scores(tmp_path, demos_dir, capsys):
+    """``jaxsoc train watch`` (the config of ``CONFIGS["graph"]``, so the compiled step is shared) and
+    ``jaxsoc household goals`` on the training file, with chance beside it; bad input exits 2."""
+    from jaxsoc.cli import main
+
+    sets = ["--set", f"d={D_MODEL}", "--set", "lr=0.01", "--set", "batch=2", "--set", "validation_fraction=0.25"]
+    run = tmp_path / "run"
+    assert (
+        main(["train", "watch", "--demos", str(demos_dir), "--epochs", "1", *sets, "--out", str(run), "--quiet"]) == 0
+    )
+    assert f"in {run}" in capsys.readouterr().out and (run / "metrics.csv").is_file()
+    args = ["household", "goals", str(run), "--demos", str(demos_dir), "--split", "train", "--out", str(tmp_path)]
+    assert main(args) == 0
+    rows = json.loads((tmp_path / "household_goals.json").read_text())
+    assert [r["model"] for r in rows] == ["graph", "chance"] and all(r["episodes"] == N for r in rows)
+    assert all(0.0 <= r[k] <= 1.0 for r in rows for k in ("precision", "recall", "f1", "accuracy"))
+    assert "| chance | train | 4 |" in (tmp_path / "household_goals.md").read_text()
+    capsys.readouterr()
+    assert main(["train", "watch", "--out", str(tmp_path / "x")]) == 2
+    assert "needs --demos DIR" in capsys.readouterr().err
+    assert (
+        main(["train", "watch", "--demos", str(demos_dir), "--set", "input=video", "--out", str(tmp_path / "y")]) == 2
+    )
+    assert "input must be one of" in capsys.readouterr().err
