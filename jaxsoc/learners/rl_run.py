@@ -161,7 +161,9 @@ def run_meta(config: PPOConfig, trainer: Trainer) -> dict[str, Any]:
     }
 
 
-def _rows(metrics: dict[str, np.ndarray], wall: float, frames_per_update: int, elapsed: float) -> list[dict]:
+def metric_rows(metrics: dict[str, np.ndarray], wall: float, frames_per_update: int, elapsed: float) -> list[dict]:
+    """Returns one log row per update of a ``Trainer.run`` chunk's ``metrics`` (``[U]`` arrays): its values, the
+    chunk's frames per second ``sps`` (``frames_per_update * U / elapsed``) and the run's ``wall_s``."""
     count = len(metrics["update"])
     rows = []
     for i in range(count):
@@ -250,7 +252,7 @@ def train_rl(
             active = metrics.pop("active")
             metrics = {name: values[active] for name, values in metrics.items()}
             elapsed = time.perf_counter() - tick
-            rows = _rows(metrics, time.perf_counter() - began, config.frames_per_update, elapsed)
+            rows = metric_rows(metrics, time.perf_counter() - began, config.frames_per_update, elapsed)
             log.append(rows)
             bar.update(len(rows))
             recent = [r["success_rate"] for r in rows if not np.isnan(r["success_rate"])]

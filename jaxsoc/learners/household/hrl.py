@@ -1,0 +1,752 @@
+"""Watch-And-Help's HRL helper (the paper's §5.2 and appendix C.3-C.4): a learned low-level policy that
+achieves one subgoal predicate, trained alone with A2C, under the Hybrid's learned high-level policy.
+
+- ``SubgoalEnv``: Bob alone (Alice idles) with one ON / INSIDE predicate of the task's goal, drawn at random
+  each episode, as his objective (the multi-task setting of Shu et al. 2017). Rewards (C.4): +0.05 on every
+  step Bob ends close to an object of the predicate's class or to its destination, +10 when he grabs an object
+  of that class not yet in place (phase ``"grab"``, which then terminates) or when the predicate gains an
+  instance over the episode's start (phase ``"put"``, which then terminates). ``truncated`` at ``max_steps``.
+- ``LowLevelPolicy`` (Fig. 17, registered as ``"household-low"``): the shared ``StateEncoder``'s token
+  embeddings, a subgoal encoding (learned embeddings of the object and target classes, concatenated, Linear
+  ``d``), attention vectors ``sigma_object, sigma_type = sigmoid(Linear(goal))``; object logits
+  ``Linear(sigma_object * token)`` over the 88 node tokens (invisible ones masked) plus a learned "Null"; an
+  LSTM over ``sigma_type * pooled state`` gives the action-type logits (the 11 verbs) and the value. The world
+  action ``verb * 88 + target`` has ``log pi_type[verb] + log pi_object[target]``, with Null merged into
+  target 0 (the world reads the target of a noop as nothing), a normalised joint over the 968 ids.
+- ``train(config, out)``: A2C (``ppo.a2c_config``: RMSprop, lr 1e-3) in the paper's two phases, "grab" then
+  "put" from the grab phase's parameters, on the 1,011 training tasks; run directory with ``run.json``,
+  ``metrics.csv`` (``phase`` column), ``curves.png``, orbax checkpoints; ``resume`` ends where an uninterrupted
+  run does. ``load(run)`` gives the trained policy.
+- ``HRLHelper``: Bob for ``evaluate.play``: the high level (the Hybrid's, ``high_init`` / ``high_choose``) picks
+  a predicate of the goal Bob was given, the low level picks his world action for it.
+- ``subgoal_success``: the share of episodes in which the low level alone grabs an object of its predicate's
+  class, and the share in which it achieves the predicate (the paper's diagnosis: it grabs but does not put).
+
+Deviations from the paper: the subgoal's destination node is part of the observation (``subgoal_target``) and
+marks its token with a learned vector, since 41% of the training tasks have two kitchen tables and class
+names alone cannot tell which one the goal means; class embeddings are learned (not word2vec); the "put"
+phase goes on training the one policy from the grab phase's parameters (the paper trains a second policy that
+calls the grab policy whenever it samples "grab"); the auxiliary closeness classifier is left out (the
+``ppo.Trainer`` has no auxiliary loss).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from tqdm.auto import tqdm
+
+from jaxsoc.core import spaces
+from jaxsoc.core.autoreset import select_rows
+from jaxsoc.core.env import Environment
+from jaxsoc.envs.household import classes as C
+from jaxsoc.envs.household import env as E
+from jaxsoc.envs.household import predicates as PR
+from jaxsoc.envs.household import tasks as T
+from jaxsoc.envs.household import world as W
+from jaxsoc.learners import ppo
+from jaxsoc.learners.checkpoint import Checkpointer, latest_step, restore_raw
+from jaxsoc.learners.household.encoder import StateEncoder
+from jaxsoc.learners.networks import registry
+from jaxsoc.learners.networks.layers import LSTMCell
+from jaxsoc.learners.run_log import MetricsLog
+
+PHASES = ("grab", "put")
+CLOSE_BONUS, EVENT_REWARD = 0.05, 10.0
+NONE = PR.NUM_PREDICATES  # the high level's "no subgoal"
+#: the predicates a low-level episode can draw (ON / INSIDE)
+SUBGOAL_KINDS = np.isin(PR.PRED_KIND, (PR.ON_KIND, PR.INSIDE_KIND))
+_RELATION = np.where(PR.PRED_KIND == PR.INSIDE_KIND, C.INSIDE, C.ON_TOP).astype(np.int8)
+_MASKED = -1e9  # the logit of an invisible node: probability exactly 0, and 0 * logit = 0 in the entropy
+RUN_JSON, CHECKPOINTS, KIND = "run.json", "checkpoints", "hrl-low"
+
+# -- the single-agent subgoal environment ----------------------------------------------------------------
+
+
+class SubgoalParams(struct.PyTreeNode):
+    """``household``: the task bank (``env.HouseholdParams``; its ``tasks`` and ``step_length`` are used, its
+    own ``max_steps``, ``teleport``, ``reward`` and ``goal_for`` are not); ``max_steps`` (250); static:
+    ``phase`` (``PHASES``: the phase of the worlds ``reset_env`` makes) and ``teleport`` (walks arrive at
+    once)."""
+
+    household: E.HouseholdParams
+    max_steps: int = 250
+    phase: str = struct.field(pytree_node=False, default="grab")
+    teleport: bool = struct.field(pytree_node=False, default=False)
+
+    @property
+    def step_length(self):
+        """Returns the metres of a walk step (``world.transition`` reads it with ``teleport``)."""
+        return self.household.step_length
+
+
+def check_subgoal_params(params: SubgoalParams) -> None:
+    """Raises ``ValueError`` for an unknown phase, a non-positive ``max_steps``, a bank of the wrong layout, or
+    a task whose goal has no ON / INSIDE predicate with a target."""
+    if params.phase not in PHASES:
+        raise ValueError(f"unknown subgoal phase {params.phase!r}; choose from {list(PHASES)}")
+    if int(params.max_steps) < 1:
+        raise ValueError(f"max_steps must be positive, got {params.max_steps}")
+    E.check_params(params.household)
+    tasks = params.household.tasks
+    usable = (np.asarray(tasks.goal_count) > 0) & SUBGOAL_KINDS & (np.asarray(tasks.goal_target) >= 0)
+    if not usable.any(1).all():
+        bad = int(np.flatnonzero(~usable.any(1))[0])
+        raise ValueError(f"task {bad} of the bank has no ON / INSIDE goal predicate for a subgoal episode")
+
+
+def subgoal_params(
+    split: str = "train", seed: int = 0, phase: str = "grab", max_steps: int = 250, teleport: bool = False
+) -> SubgoalParams:
+    """Returns checked ``SubgoalParams`` on task set ``split`` of ``seed`` (``tasks.SPLITS``)."""
+    params = SubgoalParams(E.params_for(split, seed), max_steps=max_steps, phase=phase, teleport=teleport)
+    check_subgoal_params(params)
+    return params
+
+
+class SubgoalState(struct.PyTreeNode):
+    """``world``: the household; ``pred`` int32: the subgoal predicate; ``start`` int32: its instances at the
+    episode's start (the "put" phase ends when there are more); ``phase`` int32: the index of the world's phase
+    in ``PHASES``, which its auto-resets keep (so a trainer moves its worlds to the curriculum's next phase by
+    setting it, without a new compiled program: ``with_phase``)."""
+
+    world: W.State
+    pred: jax.Array
+    start: jax.Array
+    phase: jax.Array
+
+
+def with_phase(state: SubgoalState, phase: str) -> SubgoalState:
+    """Returns ``state`` (any leading axes) with every world in ``phase`` from now on."""
+    return state.replace(phase=jnp.full_like(state.phase, PHASES.index(phase)))
+
+
+def placed_count(world: W.State, pred: jax.Array) -> jax.Array:
+    """Returns ``int32``: the objects of ``pred``'s class ON / INSIDE its goal target (``world.satisfied`` for
+    one ON / INSIDE predicate)."""
+    return _in_place(world, pred).sum().astype(jnp.int32)
+
+
+def _in_place(world: W.State, pred: jax.Array) -> jax.Array:
+    """Returns ``bool[N]``: the objects of ``pred``'s class already ON / INSIDE its target."""
+    nodes = world.nodes
+    cls = jnp.asarray(PR.PRED_OBJECT)[pred]
+    return (
+        (nodes.cls == cls)
+        & (nodes.parent == world.goal_target[pred])
+        & (nodes.relation == jnp.asarray(_RELATION)[pred])
+    )
+
+
+def subgoal_observation(obs: dict, pred: jax.Array, goal_target: jax.Array) -> dict[str, jax.Array]:
+    """Returns Bob's observation ``obs`` (``world.observe``) for subgoal ``pred``: with ``subgoal`` int32 (the
+    predicate) and ``subgoal_target`` int16 (its destination node, ``goal_target[pred]``)."""
+    pred = jnp.asarray(pred, jnp.int32)
+    target = goal_target[jnp.clip(pred, 0, PR.NUM_PREDICATES - 1)].astype(jnp.int16)
+    return {**obs, "subgoal": pred, "subgoal_target": target}
+
+
+def _observe(state: SubgoalState) -> dict[str, jax.Array]:
+    return subgoal_observation(W.observe(state.world, 1, False), state.pred, state.world.goal_target)
+
+
+def observation_space() -> spaces.Dict:
+    """Returns the space of ``SubgoalEnv``'s observation: Bob's (``env.observation_space``) and the subgoal."""
+    extra = {
+        "subgoal": spaces.Box(0, PR.NUM_PREDICATES - 1, (), jnp.int32),
+        "subgoal_target": spaces.Box(-1, W.NUM_NODES - 1, (), jnp.int16),
+    }
+    return spaces.Dict({**E.observation_space().spaces, **extra})
+
+
+class SubgoalEnv(Environment):
+    """Bob alone with one subgoal predicate (module docstring); Alice stays put (noop). A world's phase is its
+    state's (``SubgoalState.phase``): ``params.phase`` at ``reset``, kept by the auto-resets of ``step``.
+    Actions: world actions (``Discrete(11 * 88)``); observations: ``subgoal_observation``. ``info``: ``success``
+    (the phase's event:
+    the episode terminated), ``grabbed`` (an object of the predicate's class, not yet in place, grabbed this
+    step), ``placed`` (the predicate has more instances than at the start), ``action_valid`` bool[2],
+    ``episode_steps``."""
+
+    stochastic_step = True
+
+    def default_params(self) -> SubgoalParams:
+        return subgoal_params()
+
+    def start(self, world: W.State, pred: jax.Array, phase: str = "grab") -> tuple[dict, SubgoalState]:
+        """Returns ``(obs, state)`` of an episode of ``phase`` from ``world`` with subgoal ``pred``."""
+        pred = jnp.asarray(pred, jnp.int32)
+        count = placed_count(world, pred)
+        state = SubgoalState(world=world, pred=pred, start=count, phase=jnp.int32(PHASES.index(phase)))
+        return _observe(state), state
+
+    def reset_env(self, key, params):
+        k_task, k_pred = jax.random.split(key)
+        world = E.draw_task(k_task, params.household)
+        usable = (world.goal_count > 0) & jnp.asarray(SUBGOAL_KINDS) & (world.goal_target >= 0)
+        pred = jax.random.categorical(k_pred, jnp.where(usable, 0.0, -jnp.inf))
+        return self.start(world, pred, params.phase)
+
+    def _transition(self, key, state: SubgoalState, action, params: SubgoalParams):
+        world, pred = state.world, state.pred
+        loose = (world.nodes.cls == jnp.asarray(PR.PRED_OBJECT)[pred]) & ~_in_place(world, pred)
+        action = jnp.asarray(action, jnp.int32)
+        world, info = W.transition(key, world, jnp.stack([jnp.int32(0), action]), params)
+        world = world.replace(step=world.step + 1)
+        verb, node = W.decode_action(action)
+        grabbed = info["action_valid"][1] & (verb == W.V["grab"]) & loose[node]
+        placed = placed_count(world, pred) > state.start
+        close = W.view(world, 1).close
+        near = (close & (world.nodes.cls == jnp.asarray(PR.PRED_OBJECT)[pred])).any() | close[world.goal_target[pred]]
+        terminated = jnp.where(state.phase == PHASES.index("grab"), grabbed, placed)
+        truncated = ~terminated & (world.step >= params.max_steps)
+        reward = (CLOSE_BONUS * near + EVENT_REWARD * terminated).astype(jnp.float32)
+        info = dict(info, success=terminated, grabbed=grabbed, placed=placed, episode_steps=world.step)
+        return state.replace(world=world), reward, terminated, truncated, info
+
+    def step_env(self, key, state, action, params):
+        state, reward, terminated, truncated, info = self._transition(key, state, action, params)
+        return _observe(state), state, reward, terminated, truncated, info
+
+    def _auto_reset_step(self, key, state, action, params):
+        """As ``env.HelperEnv._auto_reset_step``: the state is selected first and observed once."""
+        key, key_reset = jax.random.split(key)
+        stepped, reward, terminated, truncated, info = self._transition(key, state, action, params)
+        _, fresh = self.reset_env(key_reset, params)
+        fresh = fresh.replace(phase=stepped.phase)
+        state = jax.tree_util.tree_map(lambda a, b: jnp.where(terminated | truncated, a, b), fresh, stepped)
+        info = dict(info, final_observation=_observe(stepped), final_state=stepped)
+        return _observe(state), state, reward, terminated, truncated, info
+
+    def action_space(self, params=None) -> spaces.Discrete:
+        return spaces.Discrete(W.NUM_ACTIONS)
+
+    def observation_space(self, params=None) -> spaces.Dict:
+        return observation_space()
+
+    def render(self, state, params=None):
+        from jaxsoc.envs.household.render import render
+
+        return render(state.world)
+
+
+# -- the low-level policy --------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class LowLevelConfig:
+    """Hyper-parameters of ``LowLevelPolicy``: ``d`` the embedding width (even, a multiple of ``heads``),
+    ``heads`` the Transformer's heads, ``memory_dim`` the LSTM's size, ``num_actions`` the world's 968."""
+
+    d: int = 128
+    heads: int = 2
+    memory_dim: int = 128
+    num_actions: int = W.NUM_ACTIONS
+
+    def __post_init__(self) -> None:
+        for name in ("d", "heads", "memory_dim"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"LowLevelConfig.{name} must be positive, got {getattr(self, name)}")
+        if self.d % 2 or self.d % self.heads:
+            raise ValueError(f"LowLevelConfig.d ({self.d}) must be even and a multiple of heads ({self.heads})")
+        if self.num_actions != W.NUM_ACTIONS:
+            raise ValueError(
+                f"the low-level policy acts in the world's {W.NUM_ACTIONS} actions, not {self.num_actions}"
+            )
+
+
+PRESETS = {"paper": LowLevelConfig(), "tiny": LowLevelConfig(d=16, memory_dim=16)}
+
+
+def check_observations(config: LowLevelConfig, space: Any) -> None:
+    """Raises ``ValueError`` unless ``space`` has the subgoal keys and Bob's node observation."""
+    missing = sorted({"subgoal", "subgoal_target", "class", "visible"} - set(getattr(space, "spaces", {})))
+    if missing:
+        raise ValueError(f"the household low-level policy needs observations {missing}, which the env lacks")
+
+
+class LowLevelPolicy(nn.Module):
+    """The HRL's low-level policy (module docstring, Fig. 17); ``config`` a ``LowLevelConfig``. Memory: the
+    LSTM's ``{"h", "c"}`` float32[B, memory_dim]; no per-episode context (the subgoal may change within an
+    episode of the helper)."""
+
+    config: LowLevelConfig
+
+    def setup(self) -> None:
+        c = self.config
+        self.encoder = StateEncoder(c.d, c.heads)
+        self.classes = nn.Embed(C.NUM_CLASSES, c.d)
+        self.goal = nn.Dense(c.d)
+        self.sigma_object = nn.Dense(c.d)
+        self.sigma_type = nn.Dense(c.d)
+        self.destination = self.param("destination", nn.initializers.normal(1.0), (c.d,))
+        self.null = self.param("null", nn.initializers.normal(1.0), (c.d,))
+        self.object_head = nn.Dense(1)
+        self.lstm = LSTMCell(c.memory_dim)
+        self.type_head = nn.Dense(W.NUM_VERBS)
+        self.critic = nn.Dense(1)
+
+    def initial_memory(self, batch: int) -> dict[str, jax.Array]:
+        """Returns ``{"h", "c"}``: zeros float32[batch, memory_dim]."""
+        zeros = jnp.zeros((batch, self.config.memory_dim), jnp.float32)
+        return {"h": zeros, "c": zeros}
+
+    def encode_context(self, obs: dict) -> tuple:
+        """Returns ``()``: the subgoal is read at every step."""
+        return ()
+
+    def step(self, obs: dict, context: tuple, memory: dict, train: bool = False):
+        """Returns ``(log_probs float32[B, 968], value float32[B], memory)`` for a batch of ``SubgoalEnv``
+        observations; ``log_probs[b, verb * 88 + target]`` is a normalised joint log-probability (-1e9 where
+        the target is an invisible node other than 0)."""
+        nodes, pooled, _ = self.encoder(obs, train)
+        n = W.NUM_NODES
+        nodes = nodes[:, :n]
+        pred = jnp.clip(obs["subgoal"].astype(jnp.int32), 0, PR.NUM_PREDICATES - 1)
+        classes = jnp.stack([jnp.asarray(PR.PRED_OBJECT)[pred], jnp.asarray(PR.PRED_TARGET_CLASS)[pred]], -1)
+        goal = self.goal(self.classes(classes.astype(jnp.int32)).reshape(pred.shape[0], -1))  # [B, d]
+        is_destination = jnp.arange(n) == obs["subgoal_target"].astype(jnp.int32)[:, None]  # [B, N]
+        nodes = nodes + is_destination[..., None] * self.destination
+        sigma_object, sigma_type = nn.sigmoid(self.sigma_object(goal)), nn.sigmoid(self.sigma_type(goal))
+        node_logits = self.object_head(sigma_object[:, None] * nodes)[..., 0]  # [B, N]
+        node_logits = jnp.where(obs["visible"].astype(bool), node_logits, _MASKED)
+        null_logit = self.object_head(sigma_object * self.null)  # [B, 1]
+        log_object = jax.nn.log_softmax(jnp.concatenate([node_logits, null_logit], -1))
+        log_target = log_object[:, :n].at[:, 0].set(jnp.logaddexp(log_object[:, 0], log_object[:, n]))
+        (h, c), _ = self.lstm((memory["h"], memory["c"]), sigma_type * pooled)
+        log_type = jax.nn.log_softmax(self.type_head(h))  # [B, 11]
+        log_probs = (log_type[:, :, None] + log_target[:, None, :]).reshape(pred.shape[0], -1)
+        return log_probs, self.critic(h)[:, 0], {"h": h, "c": c}
+
+    def __call__(self, obs: dict, memory: dict, train: bool = False):
+        """Returns ``step(obs, (), memory, train)``."""
+        return self.step(obs, self.encode_context(obs), memory, train)
+
+
+registry.register("household-low", registry.NetworkSpec(LowLevelPolicy, LowLevelConfig, PRESETS, check_observations))
+
+
+# -- training --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class HRLConfig:
+    """A low-level training run: A2C (``ppo.a2c_config``: RMSprop, lr 1e-3, one gradient step per update of
+    ``num_envs x num_steps`` frames, BPTT over the update) in two phases, ``grab_frames`` of "grab" then
+    ``put_frames`` of "put" from the grab phase's parameters.
+
+    Attributes:
+        preset: the network's preset (``PRESETS``: "paper" d=128, "tiny" d=16).
+        seed: model initialisation, worlds, actions.
+        split, task_seed: the task set (the 1,011 "train" tasks by default).
+        tasks: a task file (``tasks.save``, ``jaxsoc household tasks``) to train on instead of ``split``.
+        num_envs: worlds stepped in parallel (the paper's batch of 32).
+        num_steps: frames per world per update.
+        grab_frames, put_frames: frames of each phase (about the paper's 100,000 and 26,000 episodes, at ~50
+            and ~100 steps an episode).
+        max_steps: episode length limit while training: 100, shorter than an evaluation episode's 250 (a
+            subgoal takes tens of steps; longer episodes mostly add close-bonus steps).
+        teleport: walks arrive at once (the evaluation's default, ``HouseholdParams``, walks 1 m a step).
+        lr, entropy_coef, gamma: A2C settings.
+        chunk_updates: updates per compiled call (progress, metrics and checkpoints between chunks).
+        checkpoint_every: updates between checkpoints (rounded up to chunks; always at a phase's end).
+        eval_episodes: episodes of ``subgoal_success`` at the end (0 skips it).
+    """
+
+    preset: str = "paper"
+    seed: int = 0
+    split: str = "train"
+    task_seed: int = 0
+    tasks: str | None = None
+    num_envs: int = 32
+    num_steps: int = 20
+    grab_frames: int = 5_000_000
+    put_frames: int = 2_600_000
+    max_steps: int = 100
+    teleport: bool = False
+    lr: float = 1e-3
+    entropy_coef: float = 0.01
+    gamma: float = 0.99
+    chunk_updates: int = 10
+    checkpoint_every: int = 100
+    eval_episodes: int = 256
+
+    def __post_init__(self) -> None:
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; choose from {sorted(PRESETS)}")
+        if self.split not in T.SPLITS:
+            raise ValueError(f"unknown task split {self.split!r}; choose from {sorted(T.SPLITS)}")
+        for name in ("num_envs", "num_steps", "max_steps", "chunk_updates", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"HRLConfig.{name} must be positive, got {getattr(self, name)}")
+        for name in ("grab_frames", "put_frames"):
+            if getattr(self, name) < self.frames_per_update:
+                raise ValueError(
+                    f"HRLConfig.{name} ({getattr(self, name)}) is less than one update "
+                    f"({self.num_envs} x {self.num_steps} = {self.frames_per_update} frames)"
+                )
+        if not self.lr > 0 or self.entropy_coef < 0 or not 0 <= self.gamma <= 1 or self.eval_episodes < 0:
+            raise ValueError("HRLConfig needs lr > 0, entropy_coef >= 0, gamma in [0, 1] and eval_episodes >= 0")
+
+    @property
+    def frames_per_update(self) -> int:
+        """Returns ``num_envs * num_steps``."""
+        return self.num_envs * self.num_steps
+
+    def updates(self, phase: str) -> int:
+        """Returns the updates of ``phase``."""
+        return (self.grab_frames if phase == "grab" else self.put_frames) // self.frames_per_update
+
+    def a2c(self) -> ppo.PPOConfig:
+        """Returns the ``PPOConfig`` of one update (``total_frames``: one update; the phases count their own)."""
+        frames = self.frames_per_update
+        return ppo.a2c_config(
+            env_id="WatchAndHelp-Subgoal",
+            network="household-low",
+            preset=self.preset,
+            num_envs=self.num_envs,
+            num_steps=self.num_steps,
+            recurrence=self.num_steps,
+            minibatch_frames=frames,
+            total_frames=frames,
+            lr=self.lr,
+            entropy_coef=self.entropy_coef,
+            gamma=self.gamma,
+            pool_resets=False,  # a household reset is one gather: no pools needed
+        )
+
+    def params(self, phase: str) -> SubgoalParams:
+        """Returns the checked environment of ``phase`` on the run's tasks."""
+        bank = T.load(self.tasks).states if self.tasks else T.cached_split(self.split, self.task_seed).states
+        params = SubgoalParams(E.HouseholdParams(tasks=bank), self.max_steps, phase, self.teleport)
+        check_subgoal_params(params)
+        return params
+
+
+#: config fields that do not change what the updates compute (free to differ on resume)
+_SCHEDULE_FIELDS = ("chunk_updates", "checkpoint_every", "eval_episodes")
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_trainer(config: HRLConfig) -> ppo.Trainer:
+    return ppo.Trainer(config.a2c(), env=SubgoalEnv(), env_params=config.params("grab"))
+
+
+def trainer(config: HRLConfig) -> ppo.Trainer:
+    """Returns the run's ``ppo.Trainer`` (both phases: a world's phase is in its state, ``with_phase``), shared
+    by the configs that differ only in what does not change an update (seed, frames, schedule), so a resumed
+    run reuses the compiled updates."""
+    one = config.frames_per_update
+    fixed = dict(seed=0, grab_frames=one, put_frames=one, chunk_updates=1, checkpoint_every=1, eval_episodes=0)
+    return _cached_trainer(dataclasses.replace(config, **fixed))
+
+
+def _meta(config: HRLConfig, model: nn.Module) -> dict[str, Any]:
+    fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in _SCHEDULE_FIELDS}
+    return {"kind": KIND, "config": fields, **registry.describe(model)}
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value, indent=1, default=str) + "\n")
+    tmp.replace(path)
+
+
+def _phase_summary(rows: list[dict], phase: str) -> dict[str, Any]:
+    """Returns a phase's updates, frames and its last tenth's per-episode means (weighted by episodes)."""
+    rows = [r for r in rows if r["phase"] == phase]
+    out: dict[str, Any] = {"updates": len(rows)}
+    tail = [r for r in rows[-max(1, len(rows) // 10) :] if r["episodes"]]
+    for name in ("success_rate", "mean_return", "mean_length"):
+        weights = sum(r["episodes"] for r in tail)
+        out[name] = sum(r[name] * r["episodes"] for r in tail) / weights if weights else None
+    return out
+
+
+def train(
+    config: HRLConfig, out: str | Path, resume: bool = False, progress: bool = True, stop_after: int | None = None
+) -> dict[str, Any]:
+    """Trains the low-level policy (``HRLConfig``) into run directory ``out``; returns the summary.
+
+    ``out`` gets ``run.json`` (kind, config, model, updates per phase), ``metrics.csv`` (one row per update:
+    ``phase``, ``update`` and ``frames`` counted over both phases, ``success_rate`` (share of the update's
+    ended episodes that achieved the phase's event), ``mean_return``, ``mean_length``, the losses, ``sps``),
+    ``metrics.json`` and ``curves.png``, and ``checkpoints/`` (step = updates over both phases). The "put"
+    phase starts from the grab phase's final parameters with a fresh optimizer and fresh worlds; both phases
+    run the same compiled update (``trainer``: a world's phase is part of its state).
+    ``resume`` continues from the newest checkpoint and ends where an uninterrupted run ends. ``stop_after``
+    stops after that many updates in all (an interruption, for tests).
+
+    Summary: ``phases`` (per phase: updates, and the last tenth's success rate, return, length),
+    ``steps_per_s`` (env steps per second of training, the first compiled chunk of each phase left out when
+    there are others), ``frames``, ``updates``, ``complete``, ``wall_s``, ``device``, ``checkpoint`` and, with
+    ``eval_episodes``, ``subgoal`` (``subgoal_success`` on the "put" phase's environment).
+
+    Raises:
+        ValueError: a directory holding a run without ``resume``, or a checkpoint of another config.
+    """
+    began = time.perf_counter()
+    out = Path(out)
+    if (out / RUN_JSON).exists() and not resume:
+        raise ValueError(f"{out} already holds a run; pass resume to continue it or choose another directory")
+    tr = trainer(config)
+    updates = {phase: config.updates(phase) for phase in PHASES}
+    total = sum(updates.values())
+    stop = total if stop_after is None else min(total, stop_after)
+    checkpointer = Checkpointer(out / CHECKPOINTS, _meta(config, tr.model))
+    done = checkpointer.latest_step() if resume else None
+    if done is not None:
+        checkpointer.check_meta()
+    out.mkdir(parents=True, exist_ok=True)
+    _write_json(out / RUN_JSON, {**_meta(config, tr.model), "config": dataclasses.asdict(config), "updates": updates})
+    log = MetricsLog(out)
+    log.truncate("update", done or 0)
+    key = jax.random.key(config.seed)
+    timed = {"frames": 0, "seconds": 0.0, "all_frames": 0, "all_seconds": 1e-9, "began": began}
+    bar = tqdm(total=total, initial=done or 0, unit="upd", desc="hrl low level", disable=not progress)
+    with bar:
+        runner, offset = None, 0
+        for p, phase in enumerate(PHASES):
+            if (done or 0) <= offset + updates[phase] and stop > offset:  # not finished before, reached now
+                fresh = tr.init(jax.random.fold_in(key, p))
+                fresh = fresh.replace(env_states=with_phase(fresh.env_states, phase))
+                if done is not None and done > offset:
+                    runner = checkpointer.restore(fresh, done)  # resumed inside this phase (or at its end)
+                elif runner is not None:
+                    runner = fresh.replace(params=runner.params)  # from the previous phase's parameters
+                else:
+                    runner = fresh
+                runner = _run_phase(tr, runner, phase, offset, updates, stop, config, checkpointer, log, bar, timed)
+                done = offset + int(runner.update)
+            offset += updates[phase]
+    checkpointer.close()
+    frames = int(done or 0) * config.frames_per_update
+    steady = timed["frames"] > 0
+    summary: dict[str, Any] = {
+        "title": f"HRL low level ({config.preset}), seed {config.seed}",
+        "kind": KIND,
+        "phases": {phase: _phase_summary(log.rows, phase) for phase in PHASES},
+        "updates": int(done or 0),
+        "frames": frames,
+        "complete": (done or 0) >= total,
+        "steps_per_s": timed["frames"] / timed["seconds"] if steady else timed["all_frames"] / timed["all_seconds"],
+        "wall_s": time.perf_counter() - began,
+        "device": jax.devices()[0].device_kind,
+        "checkpoint": str(out / CHECKPOINTS / str(int(done or 0))),
+    }
+    if summary["complete"] and config.eval_episodes and runner is not None:
+        variables = {"params": runner.params}
+        summary["subgoal"] = subgoal_success(
+            tr.model, variables, tr.env_params, config.eval_episodes, seed=config.seed + 1
+        )
+    log.finish(summary, x="frames", curves=("success_rate", "mean_return", "mean_length"))
+    return summary
+
+
+def _run_phase(tr, runner, phase, offset, updates, stop, config, checkpointer, log, bar, timed):
+    """Runs ``phase``'s remaining updates (up to ``updates[phase]``, or the run's ``stop``) in chunks of one
+    compiled length for both phases; returns the runner. Rows, checkpoints and timings go to ``log``,
+    ``checkpointer`` and ``timed``."""
+    size = min(config.chunk_updates, *updates.values())
+    last_saved = int(runner.update)
+    first_chunk = True
+    end = min(updates[phase], stop - offset)
+    while int(runner.update) < end:
+        tick = time.perf_counter()
+        runner, metrics = tr.run(runner, size, np.int32(end))
+        metrics = jax.device_get(metrics)
+        active = metrics.pop("active")
+        metrics = {name: values[active] for name, values in metrics.items()}
+        elapsed = time.perf_counter() - tick
+        frames = len(metrics["update"]) * config.frames_per_update
+        timed["all_frames"] += frames
+        timed["all_seconds"] += elapsed
+        if not first_chunk:
+            timed["frames"] += frames
+            timed["seconds"] += elapsed
+        first_chunk = False
+        rows = []
+        for i in range(len(metrics["update"])):
+            row = {name: np.asarray(values[i]).item() for name, values in metrics.items()}
+            step = offset + int(row["update"])
+            row.update(phase=phase, update=step, frames=step * config.frames_per_update)
+            row.update(sps=frames / max(elapsed, 1e-9), wall_s=time.perf_counter() - timed["began"])
+            rows.append(row)
+        log.append(rows)
+        bar.update(len(rows))
+        done = int(runner.update)
+        if done - last_saved >= config.checkpoint_every or done == end:
+            checkpointer.save(offset + done, jax.device_get(runner))
+            last_saved = done
+    return runner
+
+
+def load(run: str | Path) -> tuple[LowLevelPolicy, dict[str, Any], HRLConfig]:
+    """Returns ``(policy, variables, config)`` of a low-level run: the network, ``{"params": ...}`` of its
+    newest checkpoint (for ``policy.apply``) and the run's ``HRLConfig``.
+
+    Raises:
+        ValueError: not a low-level run directory, or no checkpoint yet.
+    """
+    path = Path(run) / RUN_JSON
+    info = json.loads(path.read_text()) if path.exists() else {}
+    if info.get("kind") != KIND:
+        raise ValueError(f"{run} is not an HRL low-level run (no {RUN_JSON} of kind {KIND!r})")
+    config = HRLConfig(**info["config"])
+    policy = registry.from_description(info)
+    step = latest_step(Path(run) / CHECKPOINTS)
+    if step is None:
+        raise ValueError(f"{run} has no checkpoint yet")
+    state = restore_raw(Path(run) / CHECKPOINTS, step)
+    return policy, {"params": jax.tree_util.tree_map(jnp.asarray, state["params"])}, config
+
+
+# -- the helper ------------------------------------------------------------------------------------------
+
+
+class HRLMemory(struct.PyTreeNode):
+    """The helper's memory: ``high`` the high level's, ``low`` the low level's LSTM (``[1, memory_dim]``),
+    ``subgoal`` int32 the current predicate (-1 before the first step, ``NONE`` when idle), and the goal Bob
+    was given (``goal_count`` int8[30], ``goal_target`` int16[30])."""
+
+    high: Any
+    low: Any
+    subgoal: jax.Array
+    goal_count: jax.Array
+    goal_target: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class HRLHelper:
+    """The HRL baseline as Bob (an agent for ``evaluate.play`` and ``jaxsoc household eval``).
+
+    ``high`` has ``high_init(key, state) -> memory`` and ``high_choose(params, key, memory, obs) -> (pred int32
+    in [0, 31), memory)`` (30: no subgoal), with ``high_params``; ``low`` a ``LowLevelPolicy`` with
+    ``low_params`` (``{"params": ...}``, ``load``). Each step the high level picks a predicate from Bob's
+    observation with the goal he was given at ``init`` (``state.goal_count`` / ``goal_target``: the lead passes
+    the inferred goal there) and the low level Bob's world action for it (sampled, or its mode with
+    ``greedy``); its LSTM restarts when the subgoal changes. No subgoal: a noop."""
+
+    high: Any
+    high_params: Any
+    low: LowLevelPolicy
+    low_params: Any
+    greedy: bool = False
+
+    def init(self, key: jax.Array, state: W.State) -> HRLMemory:
+        """Returns the memory at the start of an episode in ``state`` (whose goal is Bob's)."""
+        return HRLMemory(
+            high=self.high.high_init(key, state),
+            low=self.low.initial_memory(1),
+            subgoal=jnp.int32(-1),
+            goal_count=state.goal_count.astype(jnp.int8),
+            goal_target=state.goal_target.astype(jnp.int16),
+        )
+
+    def act(self, key: jax.Array, memory: HRLMemory, state: W.State, partner: Any = None):
+        """Returns ``(action int32, memory)`` for this step in the true ``state`` (read through Bob's eyes)."""
+        k_high, k_low = jax.random.split(key)
+        obs = {**W.observe(state, 1, False), "goal": memory.goal_count, "goal_target": memory.goal_target}
+        pred, high = self.high.high_choose(self.high_params, k_high, memory.high, obs)
+        pred = jnp.asarray(pred, jnp.int32)
+        keep = (pred == memory.subgoal).astype(jnp.float32)[None]
+        low_obs = subgoal_observation(obs, pred, memory.goal_target)
+        batch = jax.tree_util.tree_map(lambda x: x[None], low_obs)
+        log_probs, _, low = self.low.apply(
+            self.low_params, batch, (), registry.reset_memory(memory.low, keep), method="step"
+        )
+        sampled = jax.random.categorical(k_low, log_probs[0])
+        action = jnp.where(pred >= NONE, 0, jnp.argmax(log_probs[0]) if self.greedy else sampled)
+        memory = memory.replace(high=high, low=low, subgoal=pred)
+        return action.astype(jnp.int32), memory
+
+
+def helper_from_run(run: str | Path, hybrid_run: str | Path, greedy: bool = False) -> HRLHelper:
+    """Returns the HRL helper of a low-level run ``run`` under the high level of a Hybrid run ``hybrid_run``
+    (``hybrid.load``, ``hybrid.HighLevel``); ``greedy`` takes both levels' most likely choices."""
+    from jaxsoc.learners.household import hybrid
+
+    policy, high_params, _ = hybrid.load(hybrid_run)
+    low, low_params, _ = load(run)
+    high = hybrid.HighLevel(policy, greedy)
+    return HRLHelper(high=high, high_params=high_params, low=low, low_params=low_params, greedy=greedy)
+
+
+# -- the diagnosis ---------------------------------------------------------------------------------------
+
+
+@functools.partial(jax.jit, static_argnames=("policy", "num_episodes", "steps", "greedy"))
+def _subgoal_episodes(policy, variables, params, key, num_episodes: int, steps: int, greedy: bool):
+    """Returns ``(grabbed, achieved, length)``, ``[num_episodes]`` each: ``subgoal_success``'s episodes."""
+    env = SubgoalEnv()
+    step = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))
+    k_reset, k_run = jax.random.split(key)
+    obs, states = jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(k_reset, num_episodes), params)
+    zeros = jnp.zeros(num_episodes, bool)
+
+    def body(carry, k):
+        obs, states, memory, ended, grabbed, achieved, length = carry
+        k_act, k_step = jax.random.split(k)
+        log_probs, _, memory = policy.apply(variables, obs, (), memory, method="step")
+        action = jnp.argmax(log_probs, -1) if greedy else jax.random.categorical(k_act, log_probs)
+        new_obs, new_states, _, terminated, truncated, info = step(
+            jax.random.split(k_step, num_episodes), states, action.astype(jnp.int32), params
+        )
+        live = ~ended  # an ended episode stays as it ended
+        obs, states = select_rows(live, (new_obs, new_states), (obs, states))
+        carry = (
+            obs,
+            states,
+            memory,
+            ended | terminated | truncated,
+            grabbed | (live & info["grabbed"]),
+            achieved | (live & info["placed"]),
+            length + live,
+        )
+        return carry, None
+
+    init = (obs, states, policy.initial_memory(num_episodes), zeros, zeros, zeros, jnp.zeros(num_episodes, jnp.int32))
+    (_, _, _, _, grabbed, achieved, length), _ = jax.lax.scan(body, init, jax.random.split(k_run, steps))
+    return grabbed, achieved, length
+
+
+def subgoal_success(
+    policy: LowLevelPolicy,
+    variables: Any,
+    params: SubgoalParams,
+    num_episodes: int = 256,
+    seed: int = 0,
+    greedy: bool = False,
+) -> dict[str, float]:
+    """Returns the low level's record alone on ``num_episodes`` subgoal episodes of ``params``' bank (its
+    "put" phase: an episode ends when the predicate gains an instance, or after ``params.max_steps`` steps):
+    ``grabbed`` the share in which Bob grabbed an object of the predicate's class not yet in place, ``achieved``
+    the share in which the predicate gained an instance, ``length`` the mean episode length, ``episodes``.
+
+    Raises:
+        ValueError: ``num_episodes < 1``.
+    """
+    if num_episodes < 1:
+        raise ValueError(f"num_episodes must be positive, got {num_episodes}")
+    steps = int(params.max_steps)
+    grabbed, achieved, length = jax.device_get(
+        _subgoal_episodes(
+            policy, variables, params.replace(phase="put"), jax.random.key(seed), num_episodes, steps, greedy
+        )
+    )
+    return {
+        "episodes": num_episodes,
+        "grabbed": float(np.mean(grabbed)),
+        "achieved": float(np.mean(achieved)),
+        "length": float(np.mean(length)),
+    }

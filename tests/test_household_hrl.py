@@ -1,0 +1,253 @@
+"""The HRL helper's low level (``jaxsoc.learners.household.hrl``) at toy size: the joint action distribution,
+the subgoal environment's rewards on scripted states, an A2C step on a fixed batch, a run and its resume, the
+helper inside ``evaluate.play`` and the errors of bad configs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from household_scenes import first, objects_of, place, stand_at
+
+from jaxsoc.envs.household import apartments as A
+from jaxsoc.envs.household import classes as C
+from jaxsoc.envs.household import env as E
+from jaxsoc.envs.household import predicates as PR
+from jaxsoc.envs.household import tasks as T
+from jaxsoc.envs.household import world as W
+from jaxsoc.envs.household.agents import evaluate as EV
+from jaxsoc.learners import ppo
+from jaxsoc.learners.checkpoint import restore_raw
+from jaxsoc.learners.household import hrl
+from jaxsoc.learners.networks import registry
+
+TINY = hrl.LowLevelPolicy(hrl.PRESETS["tiny"])
+NOOP = W.encode_action("noop", 0)
+
+
+@pytest.fixture(scope="module")
+def bank() -> T.TaskSet:
+    """One task per activity in a training apartment (generated here: far quicker than a whole split)."""
+    acts = np.array([[a, -1] for a in range(PR.NUM_ACTIVITIES)], np.int32)
+    apts = np.array([T.allowed_apartments((a,), A.TRAIN_APARTMENTS)[0] for a in range(PR.NUM_ACTIVITIES)], np.int32)
+    keys = jax.random.split(jax.random.key(0), len(acts))
+    states = jax.jit(jax.vmap(T.generate))(keys, jnp.asarray(apts), jnp.asarray(acts))
+    return T.TaskSet(states=states, activities=acts.astype(np.int8), split="toy", seed=0)
+
+
+START = jax.jit(hrl.SubgoalEnv().start, static_argnums=2)  # (world, pred, phase) -> (obs, state)
+
+
+def first_subgoal(world) -> int:
+    """Returns the first ON / INSIDE predicate of ``world``'s goal."""
+    return int(np.argmax((np.asarray(world.goal_count) > 0) & hrl.SUBGOAL_KINDS))
+
+
+@pytest.fixture(scope="module")
+def low(bank):
+    """A tiny low-level policy's variables, the first observations of 4 tasks and the policy's outputs on them."""
+    tasks = [bank.task(i) for i in range(4)]
+    obs = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *[START(w, first_subgoal(w), "grab")[0] for w in tasks])
+    outputs, variables = jax.jit(TINY.init_with_output)(jax.random.key(2), obs, TINY.initial_memory(4))
+    return variables, obs, outputs
+
+
+def test_joint_log_probs_are_normalised_and_invisible_nodes_impossible(low):
+    _, obs, (log_probs, value, memory) = low
+    assert log_probs.shape == (4, W.NUM_ACTIONS) and value.shape == (4,) and memory["h"].shape == (4, 16)
+    np.testing.assert_allclose(jax.scipy.special.logsumexp(log_probs, -1), 0.0, atol=1e-5)
+    per_target = np.exp(np.asarray(log_probs)).reshape(4, W.NUM_VERBS, W.NUM_NODES).sum(1)
+    visible = np.asarray(obs["visible"])
+    assert (per_target[~visible] == 0.0).all() and (per_target[visible] > 0).all()
+    # the env's observations fit the registered network; the helper env's (no subgoal) do not
+    registry.build("household-low", hrl.PRESETS["tiny"], hrl.observation_space())
+    with pytest.raises(ValueError, match="subgoal"):
+        registry.build("household-low", hrl.PRESETS["tiny"], E.observation_space())
+
+
+@pytest.fixture(scope="module")
+def step(bank):
+    """``step(state, action, max_steps=250) -> (reward, terminated, truncated, info, state)``, jitted once."""
+    env = hrl.SubgoalEnv()
+    params = hrl.SubgoalParams(E.HouseholdParams(tasks=bank.states))
+    run = jax.jit(lambda s, a, p: env.step_env(jax.random.key(0), s, a, p))
+
+    def call(state, action, max_steps=250):
+        _, new, reward, terminated, truncated, info = run(state, action, params.replace(max_steps=max_steps))
+        return float(reward), bool(terminated), bool(truncated), jax.device_get(info), new
+
+    return call
+
+
+def test_subgoal_rewards_and_termination_per_phase(bank, step):
+    world = bank.task(0)  # setup_table: glasses, forks on a kitchen table
+    pred = first_subgoal(world)
+    name, table = PR.PREDICATES[pred][2], int(world.goal_target[pred])
+    glass = next(o for o in objects_of(world, name) if int(world.nodes.parent[o]) != table)
+    for phase in hrl.PHASES:
+        _, state = START(stand_at(world, 1, glass), pred, phase)
+        reward, terminated, truncated, _, _ = step(state, NOOP)  # close to a glass: the bonus only
+        assert np.isclose(reward, hrl.CLOSE_BONUS) and not terminated and not truncated
+        reward, terminated, _, info, held = step(state, W.encode_action("grab", glass))
+        assert info["grabbed"] and not info["placed"]  # +10 and the end of phase "grab" only
+        assert np.isclose(reward, hrl.CLOSE_BONUS + hrl.EVENT_REWARD * (phase == "grab"))
+        assert terminated == (phase == "grab")
+        at_table = held.replace(world=stand_at(held.world, 1, table))
+        reward, terminated, _, info, _ = step(at_table, W.encode_action("putback_rh", table))
+        assert info["placed"] and not info["grabbed"]  # +10 and the end of phase "put" only
+        assert np.isclose(reward, hrl.CLOSE_BONUS + hrl.EVENT_REWARD * (phase == "put"))
+        assert terminated == (phase == "put")
+    # far from every glass and from the table: nothing
+    _, far = START(stand_at(world, 1, first(world, "bathroom")), pred, "grab")
+    close = np.asarray(W.view(far.world, 1).close)
+    assert not close[table] and not close[np.asarray(world.nodes.cls) == C.CLASS[name]].any()
+    assert step(far, NOOP)[:3] == (0.0, False, False)
+    assert step(far, NOOP, max_steps=1)[1:3] == (False, True)  # truncated at max_steps
+    # a glass already on the table is not one to grab: no reward beyond the bonus, no end
+    _, on_table = START(stand_at(place(world, glass, table, C.ON_TOP), 1, table), pred, "grab")
+    reward, terminated, _, info, _ = step(on_table, W.encode_action("grab", glass))
+    assert np.isclose(reward, hrl.CLOSE_BONUS) and not terminated and not info["grabbed"]
+
+
+def _config(tasks: str, **kw) -> hrl.HRLConfig:
+    fields = dict(
+        preset="tiny",
+        tasks=tasks,
+        num_envs=4,
+        num_steps=4,
+        grab_frames=32,
+        put_frames=32,
+        max_steps=6,
+        chunk_updates=1,
+        eval_episodes=0,
+    )
+    return hrl.HRLConfig(**{**fields, **kw})
+
+
+@pytest.fixture(scope="module")
+def task_file(bank, tmp_path_factory):
+    return str(T.save(bank, tmp_path_factory.mktemp("tasks") / "toy.npz"))
+
+
+def test_a2c_step_lowers_the_loss_on_a_fixed_batch(task_file, low):
+    tr = hrl.trainer(_config(task_file))
+    assert tr.config.algo == "a2c" and tr.config.optimizer == "rmsprop" and tr.config.lr == 1e-3
+    variables, obs, _ = low
+    n, t = tr.config.num_envs, tr.config.num_steps
+    seq = ppo.Transition(  # a fixed batch: the first observations, repeated, with fixed actions and returns
+        obs=jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x[None], (t, *x.shape)), obs),
+        mask=jnp.ones((t, n)),
+        action=jnp.tile(jnp.asarray([NOOP, W.encode_action("walk", 2)], jnp.int32), (t, n // 2)),
+        log_prob=jnp.zeros((t, n)),
+        value=jnp.zeros((t, n)),
+        reward=jnp.zeros((t, n)),
+        done=jnp.zeros((t, n), bool),
+    )
+    advantages, returns = jnp.ones((t, n)), jnp.full((t, n), 2.0)
+
+    @jax.jit
+    def learn(params, opt_state):
+        grad_fn = jax.value_and_grad(tr._sequence_loss, has_aux=True)
+        (loss, _), grads = grad_fn(params, {}, TINY.initial_memory(n), seq, advantages, returns)
+        updates, opt_state = tr.tx.update(grads, opt_state, params)
+        return loss, optax.apply_updates(params, updates), opt_state
+
+    params = variables["params"]
+    opt_state = tr.tx.init(params)
+    losses = []
+    for _ in range(4):
+        loss, params, opt_state = learn(params, opt_state)
+        losses.append(float(loss))
+    assert losses[-1] < losses[0], losses
+
+
+def test_resume_ends_where_an_uninterrupted_run_ends(task_file, tmp_path):
+    config = _config(task_file)
+    whole = hrl.train(config, tmp_path / "whole", progress=False)
+    assert whole["complete"] and whole["updates"] == 4 and whole["steps_per_s"] > 0
+    assert [whole["phases"][p]["updates"] for p in hrl.PHASES] == [2, 2]
+    rows = (tmp_path / "whole" / "metrics.csv").read_text().splitlines()
+    assert rows[0].split(",").count("phase") == 1 and len(rows) == 5
+    assert [r.split(",")[rows[0].split(",").index("phase")] for r in rows[1:]] == ["grab", "grab", "put", "put"]
+    assert (tmp_path / "whole" / "curves.png").exists()
+    assert json.loads((tmp_path / "whole" / "run.json").read_text())["updates"] == {"grab": 2, "put": 2}
+    with pytest.raises(ValueError, match="already holds a run"):
+        hrl.train(config, tmp_path / "whole", progress=False)
+
+    part = tmp_path / "part"
+    assert not hrl.train(config, part, progress=False, stop_after=1)["complete"]  # inside "grab"
+    assert hrl.train(config, part, resume=True, progress=False, stop_after=3)["updates"] == 3  # across, into "put"
+    # the schedule may change on resume; the end-of-run evaluation runs on the finished policy
+    last = hrl.train(
+        dataclasses.replace(config, checkpoint_every=9, eval_episodes=4), part, resume=True, progress=False
+    )
+    assert last["complete"] and 0 <= last["subgoal"]["achieved"] <= last["subgoal"]["grabbed"] <= 1
+    policy, a, loaded = hrl.load(tmp_path / "whole")
+    _, b, _ = hrl.load(part)
+    assert loaded == config and isinstance(policy, hrl.LowLevelPolicy)
+    jax.tree_util.tree_map(np.testing.assert_array_equal, a, b)
+    grabbing = restore_raw(tmp_path / "whole" / hrl.CHECKPOINTS, 2)["params"]  # the end of phase "grab"
+    assert not np.array_equal(grabbing["critic"]["kernel"], a["params"]["critic"]["kernel"])  # "put" trained on
+    with pytest.raises(ValueError, match="incompatible checkpoint"):
+        hrl.train(dataclasses.replace(config, lr=5e-4), part, resume=True, progress=False)
+
+
+class FirstGoalPredicate:
+    """A stand-in high level: the first ON / INSIDE predicate of the goal in Bob's observation; its memory
+    counts its calls."""
+
+    def high_init(self, key, state):
+        return jnp.int32(0)
+
+    def high_choose(self, params, key, memory, obs):
+        usable = (obs["goal"] > 0) & jnp.asarray(hrl.SUBGOAL_KINDS)
+        return jnp.where(usable.any(), jnp.argmax(usable), hrl.NONE).astype(jnp.int32), memory + 1
+
+
+class IdleAlice:
+    """Alice doing nothing (a cheap partner for ``play``)."""
+
+    def init(self, key, state):
+        return jnp.int32(0)
+
+    def act(self, key, memory, state, partner=None):
+        return jnp.int32(0), memory
+
+
+def test_hrl_helper_plays_as_bob(bank, low):
+    variables = low[0]
+    helper = hrl.HRLHelper(high=FirstGoalPredicate(), high_params=None, low=TINY, low_params=variables)
+    tasks = T.take(bank.states, np.array([0, 1]))
+    house = E.HouseholdParams(tasks=bank.states)
+    out = jax.jit(lambda t, k: EV.play(t, IdleAlice(), helper, house, k, max_steps=5))(
+        tasks, jax.random.split(jax.random.key(3), 2)
+    )
+    assert out["length"].shape == (2,) and ((np.asarray(out["valid"]) >= 0) & (np.asarray(out["valid"]) <= 1)).all()
+    memory = helper.init(jax.random.key(4), bank.task(0))
+    assert int(memory.subgoal) == -1 and memory.low["h"].shape == (1, 16)
+
+
+def test_bad_configs_raise_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="unknown preset"):
+        hrl.HRLConfig(preset="huge")
+    with pytest.raises(ValueError, match="less than one update"):
+        hrl.HRLConfig(num_envs=4, num_steps=4, put_frames=8)
+    with pytest.raises(ValueError, match="unknown task split"):
+        hrl.HRLConfig(split="test-3")
+    with pytest.raises(ValueError, match="must be positive"):
+        hrl.HRLConfig(max_steps=0)
+    with pytest.raises(ValueError, match="even"):
+        hrl.LowLevelConfig(d=15)
+    with pytest.raises(ValueError, match="phase"):
+        hrl.check_subgoal_params(hrl.SubgoalParams(E.HouseholdParams(tasks=None), phase="drop"))
+    with pytest.raises(ValueError, match="not an HRL low-level run"):
+        hrl.load(tmp_path)
+    with pytest.raises(ValueError, match="Hybrid"):
+        hrl.helper_from_run(tmp_path, tmp_path)  # the high level comes from a Hybrid run
+    with pytest.raises(ValueError, match="num_episodes"):
+        hrl.subgoal_success(TINY, {}, None, num_episodes=0)
