@@ -60,9 +60,10 @@ def tokens(obs: dict) -> dict[str, jax.Array]:
         -1,
     )
     char_state = jnp.zeros((*lead, 2, NUM_STATE_FEATURES), jnp.float32)
-    state = jnp.concatenate([node_state, char_state], -2) * jnp.concatenate(
-        [visible, jnp.ones((*lead, 2), bool)], -1
-    )[..., None]
+    state = (
+        jnp.concatenate([node_state, char_state], -2)
+        * jnp.concatenate([visible, jnp.ones((*lead, 2), bool)], -1)[..., None]
+    )
     me = obs["agent_position"][..., :1, :]  # [..., 1, 2]
     pos = jnp.concatenate([obs["position"], obs["agent_position"]], -2) - me
     size = jnp.asarray(_SIZE)[cls]
