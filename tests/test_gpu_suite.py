@@ -78,6 +78,11 @@ def test_every_part_writes_complete_stamped_rows(toy_run):
     assert all(r["steps_per_s"] > 0 and r["env_steps"] == 12 and r["meets_target"] is False for r in household)
     (agents,) = rows["household_agents"]  # the planning Alice and helper: measured, no target
     assert agents["mode"] == "planners" and agents["steps_per_s"] > 0 and agents["meets_target"] is None
+    household_learners = rows["household_learners"]  # the goal model's and the HRL's training programs
+    assert [(r["learner"], r["size"]) for r in household_learners] == [("watch", 2), ("hrl", 2)]
+    watch, *rl = household_learners
+    assert watch["demos_per_s"] > 0 and watch["projected_epoch_s"] == pytest.approx(6314 / watch["demos_per_s"])
+    assert all(r["env_steps_per_s"] > 0 and r["projected_hours"] > 0 and r["updates"] == 1 for r in rl)
     learners = rows["bib_learners"]  # one row per toy kind, each learner class: two seeds, two steps timed
     assert [r["kind"] for r in learners] == ["bib-atc", "bib-bc-mlp", "bib-video-rnn"]
     for r in learners:

@@ -10,7 +10,8 @@ levels' throughput against the issue's targets), ``bot_speed`` (the bot's steps/
 success and episode lengths over 2,000 levels each), ``bib`` (BIB episodes generated and rendered per second,
 and the 28,000-episode background set against the issue's 60 s), ``household`` (the Watch-And-Help
 household's random-action steps/s against the issue's 1e7), ``household_agents`` (Alice and the HP helper
-planning every step), ``ppo`` (the Small model to 99% on
+planning every step), ``household_learners`` (the goal-inference model's, the Hybrid's and the HRL's training
+rates), ``ppo`` (the Small model to 99% on
 GoToRedBallGrey and GoToLocal), ``bc`` (the Small model by behaviour cloning on 8,000 and 5,657 bot
 demonstrations), ``bib_learners`` (BIB's four learners' training rate and the projected time of a full run
 against the issue's 30 minutes) and ``conv`` (XLA's convolution against im2col). Each has a time budget; the
@@ -68,7 +69,7 @@ from pathlib import Path
 from jaxsoc.cli import BABYAI_BENCH_ENVS, GPU_BENCH_ENVS
 from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
 from jaxsoc.envs.household import throughput as household_throughput
-from jaxsoc.gpu_suite import bib, bib_learners, core, household, parts
+from jaxsoc.gpu_suite import bib, bib_learners, core, household, household_learners, parts
 from jaxsoc.gpu_suite.core import EXIT_DONE, EXIT_ERROR, EXIT_MORE, Context, Part, Program
 
 __all__ = ["PARTS", "Context", "Part", "Program", "add_arguments", "main", "render_markdown", "run_from_args"]
@@ -250,11 +251,43 @@ PARTS: tuple[Part, ...] = (
         "The original replans for about 0.05 s per step per agent on a CPU (20 steps/s).",
     ),
     Part(
+        "household_learners",
+        "Watch-And-Help learners: goal-inference, Hybrid and HRL training rates",
+        household_learners.household_learners,
+        household_learners.render_household_learners,
+        budget_s=120,
+        params=dict(
+            watch_batches=[8, 64, 256],
+            watch_length=80,
+            watch_steps=20,
+            hybrid_envs=[16, 256, 2048],
+            hrl_envs=[32, 1024, 8192],
+            updates=10,
+            repeats=1,
+        ),
+        toy=dict(
+            watch_batches=[2],
+            watch_length=4,
+            watch_steps=1,
+            hybrid_envs=[],  # its compile (Alice's planner: ~50 s on a CPU) is tested in test_household_hybrid.py
+            hrl_envs=[2],
+            updates=1,
+            repeats=1,
+        ),
+        note="`gpu_suite/household_learners.py`: jitted programs of `watch_steps` Adam steps of the goal-inference "
+        "model (d=128, every frame of stand-in demonstrations of `watch_length` steps, observations replayed on the "
+        "device) and of `updates` A2C updates of the Hybrid helper (Alice planning with 100 simulations in every "
+        "world, Bob's belief and regression planner) and of the HRL low level (paper preset, Bob alone), 20 frames "
+        "per world per update; compile apart, a warm-up call, then one timed call. Projections: one goal-model "
+        "epoch over the paper's 6,314 demonstrations; the original's 100,000 Hybrid episodes of at most 250 steps; "
+        "the HRL curriculum's 7.6 M frames.",
+    ),
+    Part(
         "ppo",
         "PPO, the Small model, to 99% success",
         parts.ppo,
         parts.render_ppo,
-        budget_s=240,
+        budget_s=180,
         params=dict(
             levels=[_RBG, _LOCAL],
             preset="small",
@@ -288,7 +321,7 @@ PARTS: tuple[Part, ...] = (
         "PPO, the paper's recipe (64 worlds, arch original), many seeds at once, to 99% success",
         parts.ppo_paper,
         parts.render_ppo_paper,
-        budget_s=150,
+        budget_s=120,
         params=dict(
             levels=[_RBG],
             preset="small",
@@ -321,7 +354,7 @@ PARTS: tuple[Part, ...] = (
         "Behaviour cloning, the Small model, in the paper's demonstration bracket",
         parts.bc,
         parts.render_bc,
-        budget_s=150,
+        budget_s=120,
         params=dict(
             env=_RBG,
             demos=[8000, 5657],
