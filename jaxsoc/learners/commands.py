@@ -71,9 +71,9 @@ def cmd_train(args) -> int:
     if args.algo in ("bc", "il-interactive"):
         return _train_imitation(args)
     if args.algo in BIB_LEARNERS:
-        return _train_bib(args)
+        return _train_family(args, "bib")
     if args.algo in HOUSEHOLD_LEARNERS:
-        return _train_household(args)
+        return _train_family(args, "household")
     base = dict(env_id=args.env, preset=args.preset)
     if args.num_envs is not None:
         base["num_envs"] = args.num_envs
@@ -118,29 +118,19 @@ def cmd_train(args) -> int:
     return 0
 
 
-def _train_bib(args) -> int:
-    from jaxsoc.learners.bib import commands as bib
+def _train_family(args, family: str) -> int:
+    """Runs ``jaxsoc train`` for a learner family with its own front end (``jaxsoc.learners.<family>.commands``:
+    ``config_type``, ``train_command`` and ``run_line``)."""
+    import importlib
 
+    front = importlib.import_module(f"jaxsoc.learners.{family}.commands")
     try:
-        summary = bib.train_command(args, parse_overrides(bib.config_type(args.algo), args.set))
+        summary = front.train_command(args, parse_overrides(front.config_type(args.algo), args.set))
     except (TypeError, ValueError) as error:
         print(f"jaxsoc train: {error}", file=sys.stderr)
         return 2
     print(json.dumps(summary, indent=1))
-    print(bib.run_line(summary, Path(args.out)))
-    return 0
-
-
-def _train_household(args) -> int:
-    from jaxsoc.learners.household import commands as household
-
-    try:
-        summary = household.train_command(args, parse_overrides(household.config_type(args.algo), args.set))
-    except (TypeError, ValueError) as error:
-        print(f"jaxsoc train: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps(summary, indent=1))
-    print(household.run_line(summary, Path(args.out)))
+    print(front.run_line(summary, Path(args.out)))
     return 0
 
 
