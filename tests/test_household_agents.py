@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from jaxsoc.cli import main
 from jaxsoc.envs.household import classes as C
+from jaxsoc.envs.household import commands as cmd
 from jaxsoc.envs.household import env as E
 from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import tasks as T
@@ -573,6 +574,14 @@ def test_eval_command_alice_alone_and_refusals(tmp_path, capsys):
     assert main(["household", "eval", "--num-tasks", "0"]) == 2
     assert "must be positive" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+    # --append adds helpers to results of the same setting only (checked before anything runs)
+    args = ["household", "eval", "--helper", "random", "--num-tasks", "2", "--seeds", "1", "--simulations", str(SIMS)]
+    assert main([*args, "--seed", "1", "--append", "--out", str(tmp_path)]) == 2
+    assert "--append:" in capsys.readouterr().err
+    assert main([*args, "--append"]) == 2
+    assert "give --out" in capsys.readouterr().err
+    merged = cmd._merged(record, {"results": {"random": 1}, "lengths": {"random": 2}, "runs": {}, "seconds": 1.0})
+    assert list(merged["results"]) == ["alice-alone", "random"] and merged["seconds"] == record["seconds"] + 1.0
 
 
 @pytest.mark.slow

@@ -276,6 +276,16 @@ def cmd_eval(args) -> int:
     num_tasks = len(task_set) if args.num_tasks is None else min(args.num_tasks, len(task_set))
     params = E.HouseholdParams(tasks=task_set.states, teleport=args.teleport)
     acts = np.asarray(task_set.activities)[task_index(len(task_set), num_tasks)]
+    setting = {
+        "split": task_set.split,
+        "tasks": num_tasks,
+        "seeds": args.seeds,
+        "simulations": args.simulations,
+        "teleport": args.teleport,
+        "seed": args.seed,
+    }
+    out = Path(args.out) if args.out else None
+    earlier = _earlier(out, setting) if args.append else None
     goals = inferred_goals(args, task_set) if inferred else None
     episodes = lambda alice, helper, g=None: _episodes(  # noqa: E731
         task_set, alice, helper, params, args.seeds, args.batch, num_tasks, args.seed, g
@@ -292,29 +302,45 @@ def cmd_eval(args) -> int:
         results[name] = EV.metrics(alone_runs[alice_kind], helped, acts)
         raw[name] = {"alone": alone_runs[alice_kind], "helped": helped}
         print(f"{name}: done ({time.perf_counter() - start:.0f} s)", flush=True)
-    table = _format(results, task_set.split)
-    print(table)
-    if args.out:
-        out = Path(args.out)
+    lengths = {k: {w: (v[w]["length"].tolist() if v[w] is not None else None) for w in v} for k, v in raw.items()}
+    record = {**setting, "device": jax.devices()[0].device_kind, "seconds": time.perf_counter() - start}
+    record.update(results=results, lengths=lengths, runs={k: args.watch for k in results if k in INFERRED})
+    if earlier is not None:
+        record = _merged(earlier, record)
+    print(_format(record["results"], task_set.split))
+    if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        record = {
-            "split": task_set.split,
-            "tasks": num_tasks,
-            "seeds": args.seeds,
-            "simulations": args.simulations,
-            "teleport": args.teleport,
-            "device": jax.devices()[0].device_kind,
-            "seconds": time.perf_counter() - start,
-            "results": results,
-            "lengths": {
-                k: {w: (v[w]["length"].tolist() if v[w] is not None else None) for w in v} for k, v in raw.items()
-            },
-        }
         (out / "household_help.json").write_text(json.dumps(record, indent=1))
-        (out / "household_help.md").write_text(table + "\n")
-        _plot(results, out / "household_help.png")
+        (out / "household_help.md").write_text(_format(record["results"], task_set.split) + "\n")
+        _plot(record["results"], out / "household_help.png")
         print(f"wrote {out}/household_help.{{json,md,png}}")
     return 0
+
+
+def _earlier(out: Path | None, setting: dict) -> dict | None:
+    """Returns the record already in ``out`` (None when there is none); raises ``ValueError`` when it was measured
+    in another setting (split, tasks, seeds, simulations, teleport, seed) or without ``--out``."""
+    import json
+
+    if out is None:
+        raise ValueError("--append adds to the results in --out DIR: give --out")
+    path = out / "household_help.json"
+    if not path.is_file():
+        return None
+    old = json.loads(path.read_text())
+    other = {k: old.get(k) for k in setting if old.get(k) != setting[k]}
+    if other:
+        raise ValueError(f"--append: {path} was measured with {other}, not {setting}")
+    return old
+
+
+def _merged(old: dict, new: dict) -> dict:
+    """Returns the earlier record ``old`` with ``new``'s helpers added (replacing those measured again)."""
+    merged = dict(old)
+    for name in ("results", "lengths", "runs"):
+        merged[name] = {**old.get(name, {}), **new[name]}
+    merged["seconds"] = old.get("seconds", 0.0) + new["seconds"]
+    return merged
 
 
 def cmd_demos(args) -> int:
@@ -390,6 +416,9 @@ def add_parser(sub) -> None:
     evaluate.add_argument("--batch", type=int, default=100, help="episodes run at once")
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--out", help="directory for household_help.{json,md,png}")
+    evaluate.add_argument(
+        "--append", action="store_true", help="add these helpers to the results already in --out (same setting)"
+    )
     evaluate.set_defaults(func=clear_errors(cmd_eval))
 
     demos = verbs.add_parser("demos", help="the Watch stage: record Alice-alone demonstrations of a task set")
