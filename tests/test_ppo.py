@@ -24,6 +24,18 @@ from jaxsoc.learners.commands import parse_overrides
 from jaxsoc.learners.rl_run import CHECKPOINTS, train_rl
 from jaxsoc.learners.run_log import pooled_points
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_compilation_cache_writes():
+    """This module compiles without the persistent compilation cache: twice in clean-clone CI runs an xdist
+    worker segfaulted inside jax's cache write (``compilation_cache.put_executable_and_time``) while compiling
+    one of its trainers (a different test each time; each passes on its own and in a fresh process)."""
+    enabled = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    yield
+    jax.config.update("jax_enable_compilation_cache", enabled)
+
+
 ENV = "BabyAI-GoToRedBallGrey-v0"
 CHUNK = 2
 TINY = ppo.PPOConfig(
