@@ -27,13 +27,14 @@ from jaxsoc.learners.run_log import pooled_points
 
 @pytest.fixture(autouse=True, scope="module")
 def _no_compilation_cache_writes():
-    """This module compiles without the persistent compilation cache: twice in clean-clone CI runs an xdist
-    worker segfaulted inside jax's cache write (``compilation_cache.put_executable_and_time``) while compiling
-    one of its trainers (a different test each time; each passes on its own and in a fresh process)."""
-    enabled = jax.config.jax_enable_compilation_cache
-    jax.config.update("jax_enable_compilation_cache", False)
+    """This module writes nothing to the persistent compilation cache (it still reads it): in clean-clone CI
+    runs an xdist worker segfaulted three times inside jax's cache write (``put_executable_and_time``) while
+    compiling one of its trainers (each test passes on its own and in a fresh process). jax decides once per
+    process whether the cache is used, so a minimum compile time no compilation reaches turns writes off."""
+    minimum = jax.config.jax_persistent_cache_min_compile_time_secs
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1e9)
     yield
-    jax.config.update("jax_enable_compilation_cache", enabled)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", minimum)
 
 
 ENV = "BabyAI-GoToRedBallGrey-v0"
