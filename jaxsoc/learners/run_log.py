@@ -16,6 +16,14 @@ from typing import Any
 METRICS_CSV, METRICS_JSON, CURVES_PNG = "metrics.csv", "metrics.json", "curves.png"
 
 
+def write_json(path: Path, value: Any) -> None:
+    """Writes ``value`` as indented JSON to ``path`` atomically (a temporary file, then a rename); values JSON
+    does not know are written as ``str``."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value, indent=1, default=str) + "\n")
+    tmp.replace(path)
+
+
 def _number(value: str) -> float | int | str:
     try:
         number = float(value)

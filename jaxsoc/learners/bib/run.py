@@ -36,7 +36,7 @@ from jaxsoc.learners.bib.bc import BCConfig, BCLearner
 from jaxsoc.learners.bib.learner import Learner
 from jaxsoc.learners.bib.video import VideoConfig, VideoLearner
 from jaxsoc.learners.checkpoint import Checkpointer
-from jaxsoc.learners.run_log import MetricsLog
+from jaxsoc.learners.run_log import MetricsLog, write_json
 
 RUN_JSON = "run.json"
 CHECKPOINTS = "checkpoints"
@@ -183,12 +183,6 @@ def seed_keys(seed: int, seeds: int) -> jax.Array:
     return jnp.stack([jax.random.key(seed + s) for s in range(seeds)])
 
 
-def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(value, indent=1, default=str) + "\n")
-    tmp.replace(path)
-
-
 def load_data(data, episodes: int | None, data_seed: int):
     """Returns ``(train, validation, description)``: the background set from files under ``data`` (a path),
     given (``data`` a ``(train, validation)`` pair of ``Episode`` s ``[N, 9]``, put in ``data.LEARNER_PARAMS``'
@@ -286,7 +280,7 @@ def train(
         log.truncate("epoch", first)
     elif resume:
         log.truncate("epoch", 0)
-    _write_json(out / RUN_JSON, {**info, "derived": derived})
+    write_json(out / RUN_JSON, {**info, "derived": derived})
 
     val_keys = jax.vmap(lambda k: jax.random.fold_in(k, VALIDATION_KEY))(keys)
     last = config.epochs if stop_after is None else min(config.epochs, stop_after)

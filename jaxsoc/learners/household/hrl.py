@@ -59,7 +59,7 @@ from jaxsoc.learners.checkpoint import Checkpointer, latest_step, restore_raw
 from jaxsoc.learners.household.encoder import StateEncoder
 from jaxsoc.learners.networks import registry
 from jaxsoc.learners.networks.layers import LSTMCell
-from jaxsoc.learners.run_log import MetricsLog
+from jaxsoc.learners.run_log import MetricsLog, write_json
 
 PHASES = ("grab", "put")
 CLOSE_BONUS, EVENT_REWARD = 0.05, 10.0
@@ -456,12 +456,6 @@ def _meta(config: HRLConfig, model: nn.Module) -> dict[str, Any]:
     return {"kind": KIND, "config": fields, **registry.describe(model)}
 
 
-def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(value, indent=1, default=str) + "\n")
-    tmp.replace(path)
-
-
 def _phase_summary(rows: list[dict], phase: str) -> dict[str, Any]:
     """Returns a phase's updates, frames and its last tenth's per-episode means (weighted by episodes)."""
     rows = [r for r in rows if r["phase"] == phase]
@@ -508,7 +502,7 @@ def train(
     if done is not None:
         checkpointer.check_meta()
     out.mkdir(parents=True, exist_ok=True)
-    _write_json(out / RUN_JSON, {**_meta(config, tr.model), "config": dataclasses.asdict(config), "updates": updates})
+    write_json(out / RUN_JSON, {**_meta(config, tr.model), "config": dataclasses.asdict(config), "updates": updates})
     log = MetricsLog(out)
     log.truncate("update", done or 0)
     key = jax.random.key(config.seed)

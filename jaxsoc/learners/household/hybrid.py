@@ -58,7 +58,7 @@ from jaxsoc.learners.household.encoder import StateEncoder
 from jaxsoc.learners.networks import registry
 from jaxsoc.learners.networks.layers import LSTMCell
 from jaxsoc.learners.rl_run import metric_rows
-from jaxsoc.learners.run_log import MetricsLog
+from jaxsoc.learners.run_log import MetricsLog, write_json
 
 BOB = 1
 NOOP_CHOICE = PR.NUM_PREDICATES
@@ -534,12 +534,6 @@ def trainer(config: HybridConfig, teleport: bool, tasks: W.State | None = None) 
     return _TRAINERS[key][0]
 
 
-def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(value, indent=1, default=str) + "\n")
-    tmp.replace(path)
-
-
 def _mean(rows: list[dict[str, Any]], name: str) -> float:
     """Returns the mean of ``name`` over ``rows`` where it is a number (NaN when none is)."""
     values = [r[name] for r in rows if isinstance(r.get(name), (int, float)) and np.isfinite(r[name])]
@@ -599,7 +593,7 @@ def train(
         log.truncate("update", 0)
     derived = {"frames_per_update": config.frames_per_update, "stage_updates": [n1, n2]}
     derived["num_tasks"] = int(first.env_params.tasks.nodes.cls.shape[0])
-    _write_json(out / RUN_JSON, {"kind": "hybrid", "config": dataclasses.asdict(config), "derived": derived})
+    write_json(out / RUN_JSON, {"kind": "hybrid", "config": dataclasses.asdict(config), "derived": derived})
     began = time.perf_counter()
     sps = float("nan")
     last_saved = int(runner.update)

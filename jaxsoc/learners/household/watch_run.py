@@ -39,7 +39,7 @@ from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household.agents import demos as D
 from jaxsoc.learners.checkpoint import Checkpointer
 from jaxsoc.learners.household import watch as WA
-from jaxsoc.learners.run_log import MetricsLog
+from jaxsoc.learners.run_log import MetricsLog, write_json
 
 KIND = "watch"
 RUN_JSON = "run.json"
@@ -220,12 +220,6 @@ def _checkpointer(run: Path, config: WA.WatchConfig, data: dict[str, Any]) -> Ch
     return Checkpointer(run / CHECKPOINTS, {"kind": KIND, "config": saved, "model_config": {"data": data}})
 
 
-def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(value, indent=1, default=str) + "\n")
-    tmp.replace(path)
-
-
 def _read_run(run: str | Path) -> dict[str, Any]:
     path = Path(run) / RUN_JSON
     if not path.is_file():
@@ -292,7 +286,7 @@ def train(
     log = MetricsLog(out)
     if resume:
         log.truncate("epoch", first)
-    _write_json(out / RUN_JSON, {"kind": KIND, "config": config.to_dict(), "data": data, "sizes": sizes})
+    write_json(out / RUN_JSON, {"kind": KIND, "config": config.to_dict(), "data": data, "sizes": sizes})
 
     bank, lengths, max_steps = device_bank(demos), np.asarray(demos.length), demos.max_steps
     val_bank = device_bank(demos.select(val_rows)) if len(val_rows) else None
