@@ -1,0 +1,83 @@
+"""Plane geometry on a ``state.Scene``: which room a point is in, whether a segment crosses a wall, line of
+sight, headings. All functions are jittable and work on one world (vmap for batches)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxsoc.envs.chaic import catalogue as K
+from jaxsoc.envs.chaic.state import Scene
+
+_EPS = 1e-6
+
+
+def heading_vector(heading: jax.Array) -> jax.Array:
+    """Returns ``float32[..., 2]``: the unit vector of headings (multiples of 15 degrees, counter-clockwise)."""
+    angle = jnp.deg2rad(jnp.asarray(heading, jnp.float32) * K.TURN_STEP)
+    return jnp.stack([jnp.cos(angle), jnp.sin(angle)], -1)
+
+
+def bearing(src: jax.Array, dst: jax.Array) -> jax.Array:
+    """Returns ``float32[...]``: the angle (degrees, in [0, 360)) of ``dst - src``."""
+    d = dst - src
+    return jnp.mod(jnp.rad2deg(jnp.arctan2(d[..., 1], d[..., 0])), 360.0)
+
+
+def angle_off(heading: jax.Array, src: jax.Array, dst: jax.Array) -> jax.Array:
+    """Returns ``float32[...]``: the signed angle (degrees, in (-180, 180]) from heading to the bearing of
+    ``dst`` seen from ``src``; positive means ``dst`` is to the left (counter-clockwise)."""
+    diff = bearing(src, dst) - jnp.asarray(heading, jnp.float32) * K.TURN_STEP
+    return jnp.mod(diff + 180.0, 360.0) - 180.0
+
+
+def room_of(scene: Scene, point: jax.Array) -> jax.Array:
+    """Returns ``int32[...]``: the room containing ``point`` (``float32[..., 2]``), -1 when none (on a wall
+    line, in a doorway between two rooms it is the first room listed)."""
+    p = point[..., None, :]
+    r = scene.rooms
+    inside = (p[..., 0] >= r[:, 0]) & (p[..., 0] <= r[:, 2]) & (p[..., 1] >= r[:, 1]) & (p[..., 1] <= r[:, 3])
+    inside = inside & scene.room_valid
+    return jnp.where(inside.any(-1), jnp.argmax(inside, -1), -1).astype(jnp.int32)
+
+
+def _cross(a: jax.Array, b: jax.Array) -> jax.Array:
+    return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+
+
+def segments_cross(p0: jax.Array, p1: jax.Array, q0: jax.Array, q1: jax.Array) -> jax.Array:
+    """Returns ``bool[...]``: whether segments ``p0-p1`` and ``q0-q1`` (``float32[..., 2]``, broadcast) intersect,
+    touching included."""
+    r, s = p1 - p0, q1 - q0
+    denom = _cross(r, s)
+    qp = q0 - p0
+    safe = jnp.where(jnp.abs(denom) < _EPS, 1.0, denom)
+    t = _cross(qp, s) / safe
+    u = _cross(qp, r) / safe
+    proper = (jnp.abs(denom) >= _EPS) & (t >= -_EPS) & (t <= 1 + _EPS) & (u >= -_EPS) & (u <= 1 + _EPS)
+    # collinear overlaps (a move along a wall line): project both onto r
+    collinear = (jnp.abs(denom) < _EPS) & (jnp.abs(_cross(qp, r)) < _EPS)
+    rr = jnp.maximum((r * r).sum(-1), _EPS)
+    t0 = (qp * r).sum(-1) / rr
+    t1 = ((q1 - p0) * r).sum(-1) / rr
+    overlap = (jnp.maximum(t0, t1) >= -_EPS) & (jnp.minimum(t0, t1) <= 1 + _EPS)
+    return proper | (collinear & overlap)
+
+
+def crosses_wall(scene: Scene, src: jax.Array, dst: jax.Array) -> jax.Array:
+    """Returns ``bool[...]``: whether the straight segment ``src-dst`` (``float32[..., 2]``) crosses any wall
+    (door openings are gaps, so a path through a doorway does not)."""
+    w = scene.walls
+    hit = segments_cross(src[..., None, :], dst[..., None, :], w[:, :2], w[:, 2:])
+    return (hit & scene.wall_valid).any(-1)
+
+
+def clearance(scene: Scene, point: jax.Array) -> jax.Array:
+    """Returns ``float32[...]``: the distance from ``point`` to the nearest wall."""
+    w = scene.walls
+    a, b = w[:, :2], w[:, 2:]
+    p = point[..., None, :]
+    ab = b - a
+    t = jnp.clip(((p - a) * ab).sum(-1) / jnp.maximum((ab * ab).sum(-1), _EPS), 0.0, 1.0)
+    d = jnp.linalg.norm(p - (a + t[..., None] * ab), axis=-1)
+    return jnp.where(scene.wall_valid, d, jnp.inf).min(-1)
