@@ -277,6 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     from jaxsoc.envs.household.commands import add_parser as add_household_parser
 
     add_household_parser(sub)
+    from jaxsoc.envs.chaic.commands import add_parser as add_chaic_parser
+
+    add_chaic_parser(sub)
     return parser
 
 

@@ -2,6 +2,7 @@
 
 from jaxsoc.core.registry import register
 from jaxsoc.envs.babyai import ALIASES, LEVELS, level_env
+from jaxsoc.envs.chaic.catalogue import TASK_IDS
 from jaxsoc.envs.gridworld.classic import CLASSIC_ENVS
 
 
@@ -12,6 +13,9 @@ def _register_all() -> None:
         register(name, lambda name=name: level_env(name))
     register("WatchAndHelp-v0", _household("HouseholdEnv"))
     register("WatchAndHelp-Helper-v0", _household("HelperEnv"))
+    for task, name in TASK_IDS.items():
+        register(f"CHAIC-{name}-v0", _chaic("ChaicEnv", task))
+        register(f"CHAIC-{name}-Helper-v0", _chaic("ChaicHelperEnv", task))
 
 
 def _household(cls: str):
@@ -19,6 +23,15 @@ def _household(cls: str):
         from jaxsoc.envs.household import env
 
         return getattr(env, cls)()
+
+    return factory
+
+
+def _chaic(cls: str, task: str):
+    def factory():
+        from jaxsoc.envs.chaic import env
+
+        return getattr(env, cls)(task)
 
     return factory
 

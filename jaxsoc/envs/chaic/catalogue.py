@@ -174,6 +174,8 @@ TASKS = (
     "furniture",
 )
 TASK = {name: i for i, name in enumerate(TASKS)}
+#: the registered ids: ``CHAIC-<name>-v0`` (two agents) and ``CHAIC-<name>-Helper-v0`` (the helper's view)
+TASK_IDS = {name: "".join(part.capitalize() for part in name.split("_")) for name in TASKS}
 TASK_ABILITY = {
     "normal": "normal",
     "high_target": "child",

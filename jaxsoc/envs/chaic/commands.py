@@ -1,0 +1,258 @@
+"""``jaxsoc chaic <verb>``: ``tasks`` (summarise the task sets), ``eval`` (the paper's tables 2 and 4 for the
+rule-based helpers) and ``render`` (a GIF of one episode)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsoc.core.commands import clear_errors
+from jaxsoc.envs.chaic import catalogue as K
+from jaxsoc.envs.chaic import state as S
+
+HELPERS = ("none", "random", "rhp", "oracle")
+PAPER_ROWS = dict(zip(("none", "random", "rhp", "oracle"), range(4)))  # columns of catalogue.PAPER_TR
+
+
+def _tasks(names: list[str]) -> list[str]:
+    if names == ["all"]:
+        return list(K.TASKS)
+    unknown = [name for name in names if name not in K.TASKS]
+    if unknown:
+        raise ValueError(f"unknown CHAIC task(s) {unknown}; choose from {list(K.TASKS)} or 'all'")
+    return names
+
+
+def cmd_tasks(args) -> int:
+    from jaxsoc.envs.chaic import tasks as T
+
+    for task in _tasks(args.tasks):
+        task_set = T.make_split(task, args.split, args.seed)
+        states = task_set.states
+        totals = np.asarray(states.total)
+        objects = (np.asarray(states.objects.cls) > 0).sum(1)
+        high = (np.asarray(states.objects.height) > 1.5) & (np.asarray(states.objects.cls) > 0)
+        print(
+            f"{task:15s} {args.split}: {len(task_set)} episodes, plans {sorted(set(task_set.plans))}; goal total "
+            f"{totals.min():g}-{totals.max():g}; {objects.mean():.1f} objects, {high.sum(1).mean():.1f} above 1.5 m; "
+            f"goal place {float(np.asarray(states.scene.goal_height).mean()):.2f} m high"
+        )
+    return 0
+
+
+def evaluate(
+    tasks: list[str],
+    helpers: list[str],
+    seeds: int,
+    seed: int = 0,
+    split: str = "test",
+    max_events: int | None = None,
+    episodes: int | None = None,
+):
+    """Returns ``{task: {helper: metrics.summary}}``: every episode of ``split`` of each task (the first
+    ``episodes`` if given) played ``seeds`` times by the constrained agent alone (``none``) and with each helper
+    (the same keys for every helper). ``max_events``: the event budget per episode (``play.DEFAULT_MAX_EVENTS``)."""
+    from jaxsoc.envs.chaic import agents as A
+    from jaxsoc.envs.chaic import metrics as M
+    from jaxsoc.envs.chaic import play as P
+    from jaxsoc.envs.chaic import tasks as T
+    from jaxsoc.envs.chaic import world as W
+
+    main = A.make_agent("main")
+    players = {
+        h: P.make_player(main, A.make_agent(h), **({"max_events": max_events} if max_events else {}))
+        for h in ["none", *[h for h in helpers if h != "none"]]
+    }
+    results: dict = {}
+    for task in tasks:
+        states = T.cached_split(task, split, seed).states
+        count = int(states.total.shape[0]) if episodes is None else min(episodes, int(states.total.shape[0]))
+        batch = jax.tree_util.tree_map(lambda x, n=count: jnp.repeat(x[:n], seeds, axis=0), states)
+        keys = jax.random.split(jax.random.key(seed), count * seeds)
+        runs = {}
+        for helper, run in players.items():
+            start = time.perf_counter()
+            runs[helper] = jax.tree_util.tree_map(np.asarray, run(batch, keys, W.Timing()))
+            runs[helper].pop("final", None)
+            print(f"  {task} / {helper}: {time.perf_counter() - start:.1f} s", flush=True)
+        shape = (count, seeds)
+        results[task] = {
+            h: M.summary(runs[h], None if h == "none" else runs["none"], shape) for h in ["none", *helpers] if h in runs
+        }
+    return results
+
+
+def _cell(value, fmt="{:.2f}") -> str:
+    return "/" if value is None else fmt.format(value)
+
+
+def format_table(results: dict) -> str:
+    """Returns a markdown table: per task and helper TR (EI), IA, CR, STD_TR, ER, and the paper's TR."""
+    lines = [
+        "| task | helper | TR (EI) | IA | CR | STD_TR | ER | paper TR |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for task, rows in results.items():
+        for helper, m in rows.items():
+            ei = "" if m["ei"] is None else f" ({m['ei']:+.2f})"
+            paper = K.PAPER_TR[task][PAPER_ROWS[helper]] if helper in PAPER_ROWS else None
+            er = _cell(m["er"]) if task == "shopping" else "/"
+            ia = _cell(m["ia"]) if helper != "none" else "/"
+            cr = _cell(m["cr"]) if helper != "none" else "/"
+            lines.append(
+                f"| {task} | {helper} | {m['tr']:.2f}{ei} | {ia} | {cr} | {m['std_tr']:.2f} | {er} | {_cell(paper)} |"
+            )
+    return "\n".join(lines)
+
+
+def plot(results: dict, path: Path) -> Path:
+    """Writes a bar plot of the transport rates (bars: jaxsoc; dots: the paper) to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(results)
+    helpers = list(next(iter(results.values())))
+    width = 0.8 / len(helpers)
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(tasks)), 3.6))
+    for i, helper in enumerate(helpers):
+        x = np.arange(len(tasks)) + (i - (len(helpers) - 1) / 2) * width
+        tr = [results[t][helper]["tr"] for t in tasks]
+        se = [results[t][helper]["std_tr"] for t in tasks]
+        ax.bar(x, tr, width, yerr=se, label=helper, capsize=2)
+        if helper in PAPER_ROWS:
+            ax.plot(x, [K.PAPER_TR[t][PAPER_ROWS[helper]] for t in tasks], "k.", markersize=5)
+    ax.set_xticks(np.arange(len(tasks)), tasks, rotation=20)
+    ax.set_ylabel("transport rate")
+    ax.set_title("CHAIC: jaxsoc (bars, standard error) and the paper (dots)")
+    ax.legend(fontsize=7, ncols=len(helpers))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def cmd_eval(args) -> int:
+    unknown = [h for h in args.helper if h not in HELPERS]
+    if unknown:
+        raise ValueError(f"unknown helper(s) {unknown}; choose from {list(HELPERS)}")
+    for flag, value in (("--seeds", args.seeds), ("--episodes", args.episodes), ("--max-events", args.max_events)):
+        if value is not None and value < 1:
+            raise ValueError(f"{flag} must be a positive integer, got {value}")
+    tasks = _tasks(args.tasks)
+    helpers = list(dict.fromkeys(["none", *args.helper]))
+    results = evaluate(tasks, helpers, args.seeds, args.seed, args.split, args.max_events, args.episodes)
+    table = format_table(results)
+    print(table)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        setting = {
+            "split": args.split,
+            "seeds": args.seeds,
+            "seed": args.seed,
+            "episodes": args.episodes,
+            "max_events": args.max_events,
+            "device": jax.devices()[0].device_kind,
+        }
+        (out / "chaic_eval.json").write_text(json.dumps({"setting": setting, "results": results}, indent=2))
+        (out / "chaic_eval.md").write_text(table + "\n")
+        print(f"wrote {out / 'chaic_eval.json'}, {out / 'chaic_eval.md'}, {plot(results, out / 'chaic_eval.png')}")
+    return 0
+
+
+def rollout(state: S.State, main, helper, key: jax.Array, events: int) -> S.State:
+    """Returns the ``State`` after each of ``events`` events (leaves ``[events, ...]``) of one episode."""
+    from jaxsoc.envs.chaic import play as P
+    from jaxsoc.envs.chaic import world as W
+
+    timing = W.Timing()
+    k_m, k_h, k_run = jax.random.split(key, 3)
+    state = P.prepare(state, helper)
+    carry = (state, main.init(k_m, state, S.MAIN), helper.init(k_h, state, S.HELPER))
+
+    def body(carry, k):
+        state, mem_m, mem_h = carry
+        k_a, k_b, k_s = jax.random.split(k, 3)
+        ready = W.ready(state)
+        act_m, new_m = main.act(k_a, mem_m, state, timing)
+        act_h, new_h = helper.act(k_b, mem_h, state, timing)
+        stepped, _ = W.step_event(k_s, state, jnp.stack([act_m, act_h]).astype(jnp.int32), timing)
+        over = P.finished(state)
+        state = W.jnp_select(over, state, stepped)
+        mem_m = W.jnp_select(ready[S.MAIN] & ~over, new_m, mem_m)
+        mem_h = W.jnp_select(ready[S.HELPER] & ~over, new_h, mem_h)
+        return (state, mem_m, mem_h), state
+
+    _, states = jax.lax.scan(body, carry, jax.random.split(k_run, events))
+    return states
+
+
+def cmd_render(args) -> int:
+    from jaxsoc.envs.chaic import agents as A
+    from jaxsoc.envs.chaic import render as R
+    from jaxsoc.envs.chaic import tasks as T
+    from jaxsoc.envs.chaic import world as W
+
+    if args.helper not in HELPERS:
+        raise ValueError(f"unknown helper {args.helper!r}; choose from {list(HELPERS)}")
+    task_set = T.make_split(_tasks([args.task])[0], args.split, args.seed)
+    if not 0 <= args.episode < len(task_set):
+        raise ValueError(f"--episode must be in [0, {len(task_set)}), got {args.episode}")
+    state = jax.tree_util.tree_map(lambda x: x[args.episode], task_set.states)
+    run = jax.jit(rollout, static_argnums=(1, 2, 4))
+    states = run(state, A.make_agent("main"), A.make_agent(args.helper), jax.random.key(args.seed), args.events)
+    frames = np.asarray(states.frame)
+    keep = np.flatnonzero(np.diff(frames // args.frame_step, prepend=-1) > 0)  # one image per frame_step frames
+    shown = jax.tree_util.tree_map(lambda x: x[keep], states)
+    images = np.asarray(R.episode_frames(shown, size=args.size))
+    rates = np.asarray(jax.vmap(W.transport_rate)(shown))
+    texts = [
+        f"{args.task} ({args.split} {args.episode}), helper {args.helper}: frame {f}, TR {r:.2f}"
+        for f, r in zip(frames[keep], rates)
+    ]
+    out = R.save_episode_gif(images, args.out, texts=texts, fps=args.fps)
+    print(f"wrote {out} ({len(keep)} images, final frame {frames[-1]}, transport rate {rates[-1]:.2f})")
+    return 0
+
+
+def add_parser(sub) -> None:
+    """Adds ``jaxsoc chaic tasks|eval|render``."""
+    chaic = sub.add_parser("chaic", help="CHAIC: constrained agents, helpers and the paper's metrics")
+    verbs = chaic.add_subparsers(dest="verb", required=True)
+
+    tasks = verbs.add_parser("tasks", help="summarise the task sets (goal totals, objects, heights)")
+    tasks.add_argument("--tasks", nargs="+", default=["all"], help=f"{', '.join(K.TASKS)} or all")
+    tasks.add_argument("--split", choices=["train", "test"], default="test")
+    tasks.add_argument("--seed", type=int, default=0)
+    tasks.set_defaults(func=clear_errors(cmd_tasks))
+
+    evaluate_ = verbs.add_parser("eval", help="the constrained agent alone and with helpers: TR, EI, IA, CR, ER")
+    evaluate_.add_argument("--helper", nargs="+", default=list(HELPERS), help=f"any of {', '.join(HELPERS)}")
+    evaluate_.add_argument("--tasks", nargs="+", default=["all"], help=f"{', '.join(K.TASKS)} or all")
+    evaluate_.add_argument("--split", choices=["train", "test"], default="test")
+    evaluate_.add_argument("--seeds", type=int, default=3, help="runs per episode")
+    evaluate_.add_argument("--seed", type=int, default=0)
+    evaluate_.add_argument("--episodes", type=int, help="only the first N episodes of the split (default: all)")
+    evaluate_.add_argument("--max-events", type=int, help="events per episode (default: play.DEFAULT_MAX_EVENTS)")
+    evaluate_.add_argument("--out", help="directory for chaic_eval.{json,md,png}")
+    evaluate_.set_defaults(func=clear_errors(cmd_eval))
+
+    render = verbs.add_parser("render", help="a top-down GIF of one episode")
+    render.add_argument("--task", default="normal")
+    render.add_argument("--split", choices=["train", "test"], default="test")
+    render.add_argument("--episode", type=int, default=0)
+    render.add_argument("--helper", default="rhp")
+    render.add_argument("--seed", type=int, default=0)
+    render.add_argument("--events", type=int, default=1500, help="events simulated (enough for 3,000 frames)")
+    render.add_argument("--frame-step", type=int, default=30, help="one image per this many frames")
+    render.add_argument("--size", type=int, default=160)
+    render.add_argument("--fps", type=float, default=8)
+    render.add_argument("--out", default="chaic.gif")
+    render.set_defaults(func=clear_errors(cmd_render))
