@@ -114,8 +114,8 @@ _ABILITIES = (
     ("helper", (0.0, 3.0), (0.0, 3.0), 600.0, False, False, 1.0),
     ("normal", (0.0, 3.0), (0.0, 3.0), 600.0, False, False, 1.0),
     ("child", (0.0, 1.5), (0.0, 1.5), 100.0, False, False, 1.0),
-    ("wheelchair", (0.25, 1.5), (0.25, 1.5), 500.0, True, False, 1.25),
-    ("rider", (0.0, 3.0), (0.0, 3.0), 600.0, False, True, 1.5),
+    ("wheelchair", (0.25, 1.5), (0.25, 1.5), 500.0, True, False, 1.1),
+    ("rider", (0.0, 3.0), (0.0, 3.0), 600.0, False, True, 1.0),
     ("frail", (0.0, 3.0), (0.0, 3.0), 100.0, False, False, 1.0),
     ("kid", (0.0, 1.2), (0.0, 1.2), 100.0, False, False, 1.0),  # the rider's child in the shopping task
 )

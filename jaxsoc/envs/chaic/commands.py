@@ -53,10 +53,12 @@ def evaluate(
     split: str = "test",
     max_events: int | None = None,
     episodes: int | None = None,
+    timing=None,
 ):
     """Returns ``{task: {helper: metrics.summary}}``: every episode of ``split`` of each task (the first
     ``episodes`` if given) played ``seeds`` times by the constrained agent alone (``none``) and with each helper
-    (the same keys for every helper). ``max_events``: the event budget per episode (``play.DEFAULT_MAX_EVENTS``)."""
+    (the same keys for every helper). ``max_events``: the event budget per episode (``play.DEFAULT_MAX_EVENTS``);
+    ``timing``: a ``world.Timing`` (default: the calibrated one)."""
     from jaxsoc.envs.chaic import agents as A
     from jaxsoc.envs.chaic import metrics as M
     from jaxsoc.envs.chaic import play as P
@@ -77,7 +79,7 @@ def evaluate(
         runs = {}
         for helper, run in players.items():
             start = time.perf_counter()
-            runs[helper] = jax.tree_util.tree_map(np.asarray, run(batch, keys, W.Timing()))
+            runs[helper] = jax.tree_util.tree_map(np.asarray, run(batch, keys, timing or W.Timing()))
             runs[helper].pop("final", None)
             print(f"  {task} / {helper}: {time.perf_counter() - start:.1f} s", flush=True)
         shape = (count, seeds)
@@ -138,6 +140,24 @@ def plot(results: dict, path: Path) -> Path:
     return path
 
 
+def parse_timing(items: list[str] | None):
+    """Returns a ``world.Timing`` with ``name=value`` overrides (e.g. ``move=10``). Raises ``ValueError`` for an
+    unknown name or a value that is not a number."""
+    from jaxsoc.envs.chaic import world as W
+
+    timing = W.Timing()
+    fields = set(vars(timing))
+    for item in items or []:
+        name, _, value = item.partition("=")
+        if name not in fields:
+            raise ValueError(f"unknown timing {name!r} in {item!r}; choose from {sorted(fields)}")
+        try:
+            timing = timing.replace(**{name: float(value)})
+        except ValueError:
+            raise ValueError(f"timing {item!r}: {value!r} is not a number") from None
+    return timing
+
+
 def cmd_eval(args) -> int:
     unknown = [h for h in args.helper if h not in HELPERS]
     if unknown:
@@ -147,7 +167,8 @@ def cmd_eval(args) -> int:
             raise ValueError(f"{flag} must be a positive integer, got {value}")
     tasks = _tasks(args.tasks)
     helpers = list(dict.fromkeys(["none", *args.helper]))
-    results = evaluate(tasks, helpers, args.seeds, args.seed, args.split, args.max_events, args.episodes)
+    timing = parse_timing(args.timing)
+    results = evaluate(tasks, helpers, args.seeds, args.seed, args.split, args.max_events, args.episodes, timing)
     table = format_table(results)
     print(table)
     if args.out:
@@ -159,6 +180,7 @@ def cmd_eval(args) -> int:
             "seed": args.seed,
             "episodes": args.episodes,
             "max_events": args.max_events,
+            "timing": {k: float(v) for k, v in vars(timing).items()},
             "device": jax.devices()[0].device_kind,
         }
         (out / "chaic_eval.json").write_text(json.dumps({"setting": setting, "results": results}, indent=2))
@@ -241,6 +263,7 @@ def add_parser(sub) -> None:
     evaluate_.add_argument("--seed", type=int, default=0)
     evaluate_.add_argument("--episodes", type=int, help="only the first N episodes of the split (default: all)")
     evaluate_.add_argument("--max-events", type=int, help="events per episode (default: play.DEFAULT_MAX_EVENTS)")
+    evaluate_.add_argument("--timing", nargs="+", help="world.Timing overrides, e.g. move=10 turn=4 (frames)")
     evaluate_.add_argument("--out", help="directory for chaic_eval.{json,md,png}")
     evaluate_.set_defaults(func=clear_errors(cmd_eval))
 
