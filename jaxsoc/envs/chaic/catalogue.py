@@ -150,8 +150,8 @@ NUM_HEADINGS = 360 // TURN_STEP
 #: a put-in ~60-90). The walking durations are calibrated so that the rule-based agent alone reaches the
 #: paper's w/o transport rate on the normal task (benchmarks/RESULTS.md, CHAIC section).
 DURATIONS = {
-    "move": 8,  # 0.5 m forward (scaled by the ability's SLOWNESS)
-    "turn": 3,  # 15 degrees
+    "move": 12,  # 0.5 m forward (scaled by the ability's SLOWNESS)
+    "turn": 4,  # 15 degrees
     "pick": 45,  # the grasp, after the walk to the object (the walk costs "move" per 0.5 m)
     "put_in": 60,
     "put_on": 45,  # after the walk to the surface

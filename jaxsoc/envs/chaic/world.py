@@ -23,8 +23,8 @@ order: constrained agent, helper, child). An agent whose action is still under w
 - remove ``i``: walk to an obstacle, pick it up and set it down in the nearest corner of the room.
 - wait, message: nothing, for ``Timing.wait``/``Timing.message`` frames.
 
-**The child** (shopping, agent 2) is part of the world: she follows the constrained agent and, each time she
-decides (every ``Timing.child`` frames), starts running away with probability ``child_run_prob`` (0.2,
+**The child** (shopping, agent 2) is part of the world: she follows the constrained agent and, once in every
+``Timing.child`` frames (her decision), starts running away with probability ``child_run_prob`` (0.2,
 ``child_agent.py``) to a random spot far away; she comes back once the helper (or the constrained agent) is
 within 2.5 m of her. Frames she spends more than 3.5 m from the constrained agent count in ``away_frames``.
 """
@@ -46,7 +46,6 @@ OBSTACLE_BLOCK = 0.6  # a wheelchair cannot move closer than this to an obstacle
 WALL_MARGIN = 0.2  # a move may not end closer than this to a wall
 CHILD_AWAY = 3.5  # child_agent.py: frames count as an emergency while she is farther than this
 CHILD_RETURN = 2.5  # she returns when someone comes this close
-CHILD_RUN_MIN = 7.0  # she runs to a spot at least this far from the constrained agent
 CHILD_STEP = 1.0  # metres per child action (she runs)
 
 _KIND = jnp.asarray(K.CLASS_KIND)
@@ -509,27 +508,32 @@ def jnp_select(pred, on_true, on_false):
 
 
 def _child_start(key, state: S.State, timing: Timing) -> S.State:
-    """Returns ``state`` with the child's next action started (when she is active and ready)."""
+    """Returns ``state`` with the child's next action started (when she is active and ready): back to following
+    once an active agent is within ``CHILD_RETURN`` of her; else, at her first action in each new period of
+    ``timing.child`` frames (her decision), running away with probability ``timing.child_run_prob`` to the
+    farthest of 8 random spots from the constrained agent; she moves ``CHILD_STEP`` per action towards where she
+    runs or to 1 m from the constrained agent (or waits ``timing.wait`` frames when she is there)."""
     a = state.agents
     k_run, k_spot = jax.random.split(key)
     child, main = a.pos[S.CHILD], a.pos[S.MAIN]
-    caught = (jnp.linalg.norm(a.pos[S.HELPER] - child) <= CHILD_RETURN) | (
-        jnp.linalg.norm(main - child) <= CHILD_RETURN
-    )
+    near = jnp.linalg.norm(a.pos[:2] - child, axis=-1) <= CHILD_RETURN
+    caught = (near & a.active[:2]).any()
     running = state.child_running & ~caught
-    start_run = ~running & (jax.random.uniform(k_run) < timing.child_run_prob)
+    period = jnp.maximum(timing.child, 1.0)
+    decides = jnp.floor(state.frame / period) > jnp.floor(a.start_frame[S.CHILD] / period)
+    start_run = ~running & decides & (jax.random.uniform(k_run) < timing.child_run_prob)
     r = state.scene.rooms[0]
     spots = jax.random.uniform(k_spot, (8, 2), minval=r[:2] + 1.0, maxval=r[2:] - 1.0)
-    far = jnp.linalg.norm(spots - main, axis=-1)
-    spot = spots[jnp.argmax(far)]
+    spot = spots[jnp.argmax(jnp.linalg.norm(spots - main, axis=-1))]
     goal = jnp.where(start_run, spot, state.child_goal)
     running = running | start_run
     dest = jnp.where(running, goal, main)
     d = dest - child
     dist = jnp.linalg.norm(d)
-    step = jnp.where(running, jnp.minimum(CHILD_STEP, dist), jnp.minimum(CHILD_STEP, jnp.maximum(dist - 1.0, 0.0)))
+    room = jnp.where(running, dist, jnp.maximum(dist - 1.0, 0.0))
+    step = jnp.where(room >= 0.25, jnp.minimum(CHILD_STEP, room), 0.0)
     end = child + d / jnp.maximum(dist, 1e-6) * step
-    frames = jnp.where(step > 0, timing.move * 2 * step / CHILD_STEP, timing.child)
+    frames = jnp.where(step > 0, timing.move * 2 * step / CHILD_STEP, timing.wait)
     heading = jnp.where(dist > 1e-3, _face(a, S.CHILD, dest), a.heading[S.CHILD])
     agents = a.replace(
         heading=a.heading.at[S.CHILD].set(heading),
