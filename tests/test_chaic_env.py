@@ -34,7 +34,7 @@ def two_agent():
 
 def test_every_task_is_registered_twice():
     names = jaxsoc.registered_envs()
-    for task, name in K.TASK_IDS.items():
+    for name in K.TASK_IDS.values():
         assert f"CHAIC-{name}-v0" in names and f"CHAIC-{name}-Helper-v0" in names
     with pytest.raises(KeyError, match="CHAIC-Normal-v0"):
         jaxsoc.make("CHAIC-Normall-v0")

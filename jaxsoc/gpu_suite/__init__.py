@@ -7,15 +7,15 @@
 **Parts** (``PARTS``, in order of importance; ``--list-parts`` prints them with their budgets): ``classic``
 (MiniGrid throughput, both occlusion modes, minigrid and xminigrid rates where importable), ``babyai`` (the 19
 levels' throughput against the issue's targets), ``bot_speed`` (the bot's steps/s), ``bot_success`` (the bot's
-success and episode lengths over 2,000 levels each), ``bib`` (BIB episodes generated and rendered per second,
-and the 28,000-episode background set against the issue's 60 s), ``household`` (the Watch-And-Help
-household's random-action steps/s against the issue's 1e7), ``household_agents`` (Alice and the HP helper
-planning every step), ``household_learners`` (the goal-inference model's, the Hybrid's and the HRL's training
-rates), ``ppo`` (the Small model to 99% on
-GoToRedBallGrey and GoToLocal), ``bc`` (the Small model by behaviour cloning on 8,000 and 5,657 bot
-demonstrations), ``bib_learners`` (BIB's four learners' training rate and the projected time of a full run
-against the issue's 30 minutes) and ``conv`` (XLA's convolution against im2col). Each has a time budget; the
-budgets of the default run add up to 25 minutes (``--budget-minutes`` scales them).
+success and episode lengths over 2,000 levels each), ``bib`` (BIB episodes generated and rendered per second, and
+the 28,000-episode background set against the issue's 60 s), ``household`` (the Watch-And-Help household's
+random-action steps/s against the issue's 1e7), ``household_agents`` (Alice and the HP helper planning every step),
+``chaic`` (CHAIC's world events and agent steps/s, random actions against the issue's 1e6 agent steps/s, and the
+rule-based agents'), ``household_learners`` (the goal-inference model's, the Hybrid's and the HRL's training
+rates), ``ppo`` (the Small model to 99% on GoToRedBallGrey and GoToLocal), ``bc`` (the Small model by behaviour
+cloning on 8,000 and 5,657 bot demonstrations), ``bib_learners`` (BIB's four learners' training rate and the
+projected time of a full run against the issue's 30 minutes) and ``conv`` (XLA's convolution against im2col). Each
+has a time budget; the budgets of the default run add up to 25 minutes (``--budget-minutes`` scales them).
 
 **Rows.** Part ``p`` writes ``<out-dir>/gpu_<p>.json`` after every row it measures (``core.run_part``): the
 part's parameters, device, jax version, dates, budget, ``complete``, and the rows, each of which also records
@@ -68,8 +68,9 @@ from pathlib import Path
 
 from jaxsoc.cli import BABYAI_BENCH_ENVS, GPU_BENCH_ENVS
 from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
+from jaxsoc.envs.chaic import throughput as chaic_throughput
 from jaxsoc.envs.household import throughput as household_throughput
-from jaxsoc.gpu_suite import bib, bib_learners, core, household, household_learners, parts
+from jaxsoc.gpu_suite import bib, bib_learners, chaic, core, household, household_learners, parts
 from jaxsoc.gpu_suite.core import EXIT_DONE, EXIT_ERROR, EXIT_MORE, Context, Part, Program
 
 __all__ = ["PARTS", "Context", "Part", "Program", "add_arguments", "main", "render_markdown", "run_from_args"]
@@ -83,7 +84,7 @@ PARTS: tuple[Part, ...] = (
         "Random-action throughput, classic MiniGrid envs",
         parts.classic,
         parts.render_classic,
-        budget_s=120,
+        budget_s=90,
         params=dict(
             envs=GPU_BENCH_ENVS,
             num_envs=[262_144, 65_536],
@@ -118,7 +119,7 @@ PARTS: tuple[Part, ...] = (
         "Random-action throughput, the 19 BabyAI levels",
         parts.babyai,
         parts.render_babyai,
-        budget_s=240,
+        budget_s=210,
         params=dict(levels=BABYAI_BENCH_ENVS, runs=[[262_144, 250, 1], [65_536, 500, 2]]),
         quick=dict(levels=BABYAI_BENCH_ENVS, runs=[[262_144, 250, 1]]),
         quick_budget_s=260,
@@ -144,7 +145,7 @@ PARTS: tuple[Part, ...] = (
         "BabyAI bot success and episode length",
         parts.bot_success,
         parts.render_bot_success,
-        budget_s=150,
+        budget_s=120,
         params=dict(levels=list(PAPER_LEVELS), episodes=2000, worlds=2000, seed=0),
         toy=dict(levels=["GoToRedBallGrey"], episodes=8, worlds=8, seed=0),
         note="`bot_benchmark.bot_success` (as `scripts/babyai_bot_success.py`): success ≥99.9% over ≥2,000 "
@@ -249,6 +250,44 @@ PARTS: tuple[Part, ...] = (
         "helper each updating a belief, sampling a world and searching 100 simulations per step (planning "
         "included), memories restarted with each episode; compile apart, a warm-up call, then one timed call. "
         "The original replans for about 0.05 s per step per agent on a CPU (20 steps/s).",
+    ),
+    Part(
+        "chaic",
+        "CHAIC: world events and agent steps per second, random actions and the rule-based agents",
+        chaic.chaic,
+        chaic.render_chaic,
+        budget_s=120,  # taken from classic, babyai, bot_success and bib_learners (30 s each)
+        params=dict(
+            modes=list(chaic_throughput.MODES),
+            task="normal",
+            sizes=[65_536, 4096],
+            steps=dict(uniform=100, valid=100, helper=25, agents=50),
+            repeats=2,
+            split="train",
+            task_seed=0,
+            seed=0,
+            target_agent_steps_per_s=chaic.TARGET_AGENT_STEPS_PER_S,
+            target_modes=["uniform", "valid", "helper"],
+        ),
+        toy=dict(
+            modes=["uniform", "agents"],  # the env and the rule agents; every mode is tested in test_chaic_throughput
+            task="normal",
+            sizes=[4],
+            steps=3,
+            repeats=1,
+            split="train",
+            task_seed=0,
+            seed=0,
+            target_agent_steps_per_s=chaic.TARGET_AGENT_STEPS_PER_S,
+            target_modes=["uniform", "valid", "helper"],
+        ),
+        note="`envs.chaic.throughput`: N worlds of the normal task's train bank stepped T times in one jitted "
+        "`lax.scan` with auto-reset (uniform, valid: `ChaicEnv`, one event per step; helper: `ChaicHelperEnv`, "
+        "the rule-based constrained agent inside step, up to 8 events per step; agents: the rule-based constrained "
+        "agent and the RHP helper deciding at every event, fresh episodes and memories as episodes end); the "
+        "programs of one size compiled together, a warm-up call, then the best of `repeats`. Target (the issue): "
+        "≥1e6 agent steps/s (actions started by the two agents) on one H100, judged on the random-action modes at "
+        "the largest N; the paper collects 10^4 steps per day in ThreeDWorld on an A10G.",
     ),
     Part(
         "household_learners",
@@ -382,7 +421,7 @@ PARTS: tuple[Part, ...] = (
         "BIB's learners: training steps per second and the projected time of a full run",
         bib_learners.bib_learners,
         bib_learners.render_bib_learners,
-        budget_s=120,
+        budget_s=90,
         params=dict(
             kinds=list(bib_learners.KINDS),
             config={},

@@ -198,7 +198,7 @@ def in_view(state: S.State, agent, points: jax.Array, view_dist) -> jax.Array:
     src = a.pos[agent]
     dist = jnp.linalg.norm(points - src, axis=-1)
     off = jnp.abs(G.angle_off(a.heading[agent], src, points))
-    blocked = G.crosses_wall(state.scene, jnp.broadcast_to(src, points.shape), points)
+    blocked = G.crosses_wall(state.scene, src, points)
     return (dist < 0.3) | ((off <= W.FOV / 2) & (dist <= view_dist) & ~blocked)
 
 

@@ -216,7 +216,7 @@ def move_ok(scene: S.Scene, src: jax.Array, avoid: jax.Array, avoid_radius: jax.
     against the ``NEAR_WALLS`` walls nearest to ``src``."""
     ends = src + K.MOVE_STEP * G.heading_vector(jnp.arange(K.NUM_HEADINGS))
     scene = near_walls(scene, src)
-    wall = G.crosses_wall(scene, jnp.broadcast_to(src, ends.shape), ends)
+    wall = G.crosses_wall(scene, src, ends)
     clear = G.clearance(scene, ends) >= MOVE_MARGIN
     inside = G.room_of(scene, ends) >= 0
     near = jnp.linalg.norm(ends[:, None] - avoid[None], axis=-1) < avoid_radius[None]

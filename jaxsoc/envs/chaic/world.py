@@ -68,7 +68,7 @@ class Timing(struct.PyTreeNode):
     wait: float = float(K.DURATIONS["wait"])
     message: float = float(K.DURATIONS["message"])
     fail: float = float(K.DURATIONS["fail"])
-    child: float = 50.0
+    child: float = 100.0
     child_run_prob: float = 0.2
     view_dist: float = VIEW_DIST
 
@@ -104,7 +104,7 @@ def _in_view(state: S.State, agent, points: jax.Array, view_dist) -> jax.Array:
     dist = jnp.linalg.norm(points - src, axis=-1)
     off = jnp.abs(G.angle_off(a.heading[agent], src, points))
     near = dist < 0.3  # at the agent's feet (or held): seen
-    blocked = G.crosses_wall(state.scene, jnp.broadcast_to(src, points.shape), points)
+    blocked = G.crosses_wall(state.scene, src, points)
     return near | ((off <= FOV / 2) & (dist <= view_dist) & ~blocked)
 
 
@@ -174,18 +174,10 @@ def ready(state: S.State) -> jax.Array:
 # -- validity -----------------------------------------------------------------------------------------------
 
 
-def _hands(state, agent):
-    hands = state.agents.hands[agent]
-    return hands, hands < 0
-
-
-def valid_actions(state: S.State, agent) -> jax.Array:
-    """Returns ``bool[NUM_ACTIONS]``: the actions of ``agent`` that would not be refused at once: moves, turns,
-    wait and message always; put in with an item in one hand and a container (or the bike) with room in the
-    other; put on with something to put and the goal place within reach; pick up a free, reachable object with a
-    free hand (both for furniture); remove a reachable obstacle with a free hand."""
+def _basic_valid(state: S.State, agent) -> jax.Array:
+    """Returns ``bool[PICK]``: the validity of the actions that name no object (see ``valid_actions``)."""
     obj = state.objects
-    hands, free = _hands(state, agent)
+    hands = state.agents.hands[agent]
     held_cls = jnp.where(hands >= 0, obj.cls[jnp.maximum(hands, 0)], 0).astype(jnp.int32)
     held_kind = _KIND[held_cls]
     load = contents(state)[jnp.maximum(hands, 0)]
@@ -195,20 +187,43 @@ def valid_actions(state: S.State, agent) -> jax.Array:
     bike_load = jnp.where(held_kind == K.BIKE, load, 0).sum()
     something = ((hands >= 0) & (held_kind != K.BIKE)).any() | (bike_load > 0)
     goal_ok, _ = reach_distance(state, agent, state.scene.goal_pos, state.scene.goal_extent)
-    put_on = something & goal_ok
-    pos = object_positions(state)
+    return jnp.ones(S.PICK, bool).at[S.PUT_IN].set(put_in).at[S.PUT_ON].set(something & goal_ok)
+
+
+def _object_valid(state: S.State, agent, index: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Returns ``(pick, remove)`` ``bool[len(index)]``: whether picking up / removing the objects ``index`` is
+    valid (see ``valid_actions``)."""
+    obj = state.objects
+    free = state.agents.hands[agent] < 0
+    pos = object_positions(state)[index]
     src = state.agents.pos[agent]
-    dist = jnp.linalg.norm(pos - src, axis=-1)
-    walls = G.crosses_wall(state.scene, jnp.broadcast_to(src, pos.shape), pos)
-    reachable = (dist <= K.REACH + obj.size / 2) & ~walls
+    d = pos - src
+    dist = jnp.sqrt(d[..., 0] ** 2 + d[..., 1] ** 2)
+    reachable = (dist <= K.REACH + obj.size[index] / 2) & ~G.crosses_wall(state.scene, src, pos)
     free_obj = (obj.cls > 0) & (obj.holder < 0) & (obj.container < 0) & ~obj.delivered & ~obj.broken
-    cls = obj.cls.astype(jnp.int32)
-    furniture = _KIND[cls] == K.FURNITURE
-    hand_ok = jnp.where(furniture, free.all(), free.any())
-    pick = free_obj & reachable & _PICKABLE[cls] & hand_ok
-    remove = free_obj & reachable & (_KIND[cls] == K.OBSTACLE) & free.any()
-    basic = jnp.ones(S.PICK, bool).at[S.PUT_IN].set(put_in).at[S.PUT_ON].set(put_on)
-    return jnp.concatenate([basic, pick, remove])
+    free_obj = free_obj[index] & reachable
+    cls = obj.cls[index].astype(jnp.int32)
+    hand_ok = jnp.where(_KIND[cls] == K.FURNITURE, free.all(), free.any())
+    return free_obj & _PICKABLE[cls] & hand_ok, free_obj & (_KIND[cls] == K.OBSTACLE) & free.any()
+
+
+def valid_actions(state: S.State, agent) -> jax.Array:
+    """Returns ``bool[NUM_ACTIONS]``: the actions of ``agent`` that would not be refused at once: moves, turns,
+    wait and message always; put in with an item in one hand and a container (or the bike) with room in the
+    other; put on with something to put and the goal place within reach; pick up a free, reachable object with a
+    free hand (both for furniture); remove a reachable obstacle with a free hand."""
+    pick, remove = _object_valid(state, agent, jnp.arange(S.MAX_OBJECTS))
+    return jnp.concatenate([_basic_valid(state, agent), pick, remove])
+
+
+def action_valid(state: S.State, agent, action: jax.Array) -> jax.Array:
+    """Returns ``bool``: ``valid_actions(state, agent)[action]`` (False outside the action space), checking only
+    the object the action names."""
+    kind, obj = S.decode_action(action)
+    inside = (action >= 0) & (action < S.NUM_ACTIONS)
+    pick, remove = _object_valid(state, agent, jnp.maximum(obj, 0)[None])
+    basic = _basic_valid(state, agent)[jnp.clip(action, 0, S.PICK - 1)]
+    return inside & jnp.where(kind == 7, pick[0], jnp.where(kind == 8, remove[0], basic))
 
 
 # -- starting actions ---------------------------------------------------------------------------------------
@@ -229,8 +244,7 @@ def _start(state: S.State, agent, action, timing: Timing) -> S.State:
     a = state.agents
     kind, obj_i = S.decode_action(action)
     o = jnp.maximum(obj_i, 0)
-    valid = valid_actions(state, agent)[jnp.clip(action, 0, S.NUM_ACTIONS - 1)] & (action >= 0)
-    valid = valid & (action < S.NUM_ACTIONS)
+    valid = action_valid(state, agent, action)
     ability = a.ability[agent].astype(jnp.int32)
     slow = jnp.asarray(K.SLOWNESS)[ability]
     rider = jnp.asarray(K.RIDING)[ability]
