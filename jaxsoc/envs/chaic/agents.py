@@ -79,7 +79,6 @@ import numpy as np
 from flax import struct
 
 from jaxsoc.envs.chaic import catalogue as K
-from jaxsoc.envs.chaic import geometry as G
 from jaxsoc.envs.chaic import navigation as N
 from jaxsoc.envs.chaic import observation as O
 from jaxsoc.envs.chaic import state as S
@@ -191,17 +190,6 @@ def viewpoints(scene: S.Scene) -> tuple[jax.Array, jax.Array]:
     return jnp.stack(pts, 1).reshape(NUM_VIEWS, 2), jnp.stack(ok, 1).reshape(NUM_VIEWS)
 
 
-def in_view(state: S.State, agent, points: jax.Array, view_dist) -> jax.Array:
-    """Returns ``bool[P]``: which ``points`` (``float32[P, 2]``) ``agent`` sees (the field of view, distance and line
-    of sight of ``world.visible_objects``)."""
-    a = state.agents
-    src = a.pos[agent]
-    dist = jnp.linalg.norm(points - src, axis=-1)
-    off = jnp.abs(G.angle_off(a.heading[agent], src, points))
-    blocked = G.crosses_wall(state.scene, src, points)
-    return (dist < 0.3) | ((off <= W.FOV / 2) & (dist <= view_dist) & ~blocked)
-
-
 def possible_target_classes(task: jax.Array) -> jax.Array:
     """Returns ``bool[NUM_CLASSES]``: the classes a helper that does not know the goal considers possible targets
     (the original's ``possible_target_object_names``): items and vases, the furniture in the furniture task."""
@@ -286,7 +274,7 @@ def perceive(mem: AgentMemory, state: S.State, timing: W.Timing) -> AgentMemory:
     near = jnp.where(obstacle, jnp.linalg.norm(mem.last_pos - a.pos[agent], axis=-1), jnp.inf)
     _, nearest = jax.lax.top_k(-near, CHECK_OBSTACLES)
     checked = jnp.concatenate([jnp.maximum(mem.plan_obj, 0)[None], nearest])
-    looked = in_view(state, agent, mem.last_pos[checked], timing.view_dist)
+    looked = W.in_view(state, agent, mem.last_pos[checked], timing.view_dist)
     looked = looked & jnp.concatenate([(mem.plan_obj >= 0)[None], obstacle[nearest]])
     gone = mem.seen & ~knows & jnp.zeros(S.MAX_OBJECTS, bool).at[checked].max(looked)
     seen = (mem.seen & ~gone) | knows
@@ -295,7 +283,7 @@ def perceive(mem: AgentMemory, state: S.State, timing: W.Timing) -> AgentMemory:
     agent_pos = jnp.where(agents_vis[:, None], a.pos, mem.agent_pos)
     agent_seen = jnp.where(agents_vis, frame, mem.agent_seen)
     # the child is not where the agent remembers her: lost until seen again
-    vanished = ~agents_vis[S.CHILD] & in_view(state, agent, mem.agent_pos[S.CHILD][None], timing.view_dist)[0]
+    vanished = ~agents_vis[S.CHILD] & W.in_view(state, agent, mem.agent_pos[S.CHILD][None], timing.view_dist)[0]
     child_lost = (mem.child_lost | vanished) & ~agents_vis[S.CHILD]
     child_far = agents_vis[S.CHILD] & (jnp.linalg.norm(agent_pos[S.CHILD] - agent_pos[S.MAIN]) > CHILD_FAR_RECENT)
     # a move that failed: avoid the spot for a while

@@ -34,23 +34,11 @@ def finished(state: S.State) -> jax.Array:
     return (state.frame >= state.max_frames) | W.success(state)
 
 
-def counted(state: S.State) -> jax.Array:
-    """Returns ``bool[MAX_OBJECTS]``: delivered objects that count towards the goal (per class, the first
-    ``goal_count`` in slot order, as ``world.transported``)."""
-    obj = state.objects
-    cls = obj.cls.astype(jnp.int32)
-    hit = obj.delivered & (state.goal_count[cls] > 0) & (obj.cls > 0)
-    same = (cls[:, None] == cls[None, :]) & hit[None, :]
-    idx = jnp.arange(S.MAX_OBJECTS)
-    rank = jnp.sum(same & (idx[None, :] < idx[:, None]), -1)
-    return hit & (rank < state.goal_count[cls])
-
-
 def transported_by(state: S.State) -> jax.Array:
     """Returns ``float32[NUM_AGENTS]``: the transported amount (objects; furniture: mass) each agent put on the goal
     place, counting only what counts towards the goal."""
     obj = state.objects
-    weight = jnp.where(state.task == K.TASK["furniture"], obj.mass, 1.0) * counted(state)
+    weight = jnp.where(state.task == K.TASK["furniture"], obj.mass, 1.0) * W.counted(state)
     by = obj.delivered_by.astype(jnp.int32)
     return jnp.stack([jnp.where(by == agent, weight, 0.0).sum() for agent in range(S.NUM_AGENTS)])
 

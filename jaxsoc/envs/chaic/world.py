@@ -98,7 +98,9 @@ def contents(state: S.State) -> jax.Array:
     return jnp.zeros(S.MAX_OBJECTS, jnp.int32).at[jnp.where(c >= 0, c, S.MAX_OBJECTS)].add(1, mode="drop")
 
 
-def _in_view(state: S.State, agent, points: jax.Array, view_dist) -> jax.Array:
+def in_view(state: S.State, agent, points: jax.Array, view_dist) -> jax.Array:
+    """Returns ``bool[P]``: which ``points`` (``float32[P, 2]``) ``agent`` sees: within its 90-degree field of view,
+    ``view_dist`` and line of sight, or at its feet (within 0.3 m)."""
     a = state.agents
     src = a.pos[agent]
     dist = jnp.linalg.norm(points - src, axis=-1)
@@ -112,19 +114,19 @@ def visible_objects(state: S.State, agent, view_dist: float = VIEW_DIST) -> jax.
     """Returns ``bool[MAX_OBJECTS]``: the objects ``agent`` sees: within its 90-degree field of view, ``view_dist``
     and line of sight (no wall between), or carried by it; contents are seen with their container."""
     carrier = object_carrier(state)
-    seen = _in_view(state, agent, object_positions(state), view_dist) | (carrier == agent)
+    seen = in_view(state, agent, object_positions(state), view_dist) | (carrier == agent)
     return (state.objects.cls > 0) & seen
 
 
 def visible_agents(state: S.State, agent, view_dist: float = VIEW_DIST) -> jax.Array:
     """Returns ``bool[NUM_AGENTS]``: the other active agents ``agent`` sees (itself excluded)."""
-    seen = _in_view(state, agent, state.agents.pos, view_dist)
+    seen = in_view(state, agent, state.agents.pos, view_dist)
     return seen & state.agents.active & (jnp.arange(S.NUM_AGENTS) != agent)
 
 
 def goal_visible(state: S.State, agent, view_dist: float = VIEW_DIST) -> jax.Array:
     """Returns ``bool``: whether ``agent`` sees the goal place."""
-    return _in_view(state, agent, state.scene.goal_pos[None], view_dist)[0]
+    return in_view(state, agent, state.scene.goal_pos[None], view_dist)[0]
 
 
 def reach_distance(state: S.State, agent, point: jax.Array, extent: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -140,12 +142,12 @@ def transported(state: S.State) -> jax.Array:
     """Returns ``float32``: the targets on the goal place, each class counted up to its goal count (furniture: their
     mass)."""
     obj = state.objects
-    counted = _counted(state)
+    counted_ = counted(state)
     weight = jnp.where(state.task == K.TASK["furniture"], obj.mass, 1.0)
-    return (counted * weight).sum()
+    return (counted_ * weight).sum()
 
 
-def _counted(state: S.State) -> jax.Array:
+def counted(state: S.State) -> jax.Array:
     """Returns ``bool[MAX_OBJECTS]``: delivered objects that count towards the goal (per class, the first
     ``goal_count`` in slot order)."""
     obj = state.objects
@@ -430,9 +432,9 @@ def _finish_put_on(key, state, agent):
     furniture = _KIND[o.cls[thing].astype(jnp.int32)] == K.FURNITURE
     # delivery: frozen on the goal place; bookkeeping for IA / CR before the delivered flags change
     cls = o.cls.astype(jnp.int32)
-    before = _counted(state)
+    before = counted(state)
     delivered = o.delivered | (ok & moved)
-    after = _counted(state.replace(objects=o.replace(delivered=delivered)))
+    after = counted(state.replace(objects=o.replace(delivered=delivered)))
     targetable = _TARGETABLE[cls] & ok & moved
     placed = state.placed.at[agent].add(targetable.sum())
     useful = state.useful.at[agent].add((after & ~before & moved & ok).sum())
