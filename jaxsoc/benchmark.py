@@ -61,6 +61,23 @@ def compile_cached(workloads: Iterable[Any], cache: dict, workers: int = 1) -> l
     return [cache[w] for w in workloads]
 
 
+def positive_int(name: str, value) -> int:
+    """Returns ``value`` as an int; raises ``ValueError`` unless it is a positive integer (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def tree_checksum(tree: Any) -> jax.Array:
+    """Returns ``uint32``: the wrapping sum of every leaf of ``tree`` (floats scaled by 256 and rounded first), so a
+    benchmark's outputs stay live without copying them back."""
+    total = jnp.zeros((), jnp.uint32)
+    for leaf in jax.tree.leaves(tree):
+        x = jnp.round(leaf * 256) if jnp.issubdtype(leaf.dtype, jnp.floating) else leaf
+        total = total + jnp.sum(x.astype(jnp.int32).astype(jnp.uint32), dtype=jnp.uint32)
+    return total
+
+
 def device_info() -> dict[str, str]:
     """Returns ``{"device", "platform", "jax"}``: the first device's kind, the backend, jax's version."""
     device = jax.devices()[0]

@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsoc.benchmark import compile_cached, device_info
+from jaxsoc.benchmark import compile_cached, device_info, positive_int
 from jaxsoc.envs.bib import dataset, render, tasks
 from jaxsoc.envs.bib import world as W
 
@@ -171,12 +171,6 @@ def time_best(compiled, key: jax.Array, repeats: int) -> tuple[dict[str, int], f
 # ---------------------------------------------------------------------------------------------------- rates
 
 
-def _check_positive(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
-
-
 def measure_size(
     batch: int,
     params: W.BIBParams | None = None,
@@ -189,7 +183,7 @@ def measure_size(
     """Returns one row of ``measure``: ``batch`` episodes generated in parallel, then generated and rendered
     (compiling both programs unless ``compile_workloads`` already did)."""
     params = params or W.BIBParams()
-    batch, repeats = _check_positive("batch", batch), _check_positive("repeats", repeats)
+    batch, repeats = positive_int("batch", batch), positive_int("repeats", repeats)
     only, both = Workload(batch, params, None, task), Workload(batch, params, render_size, task, chunk_bytes)
     (gen_exe, gen_compile_s), (both_exe, both_compile_s) = compile_workloads([only, both])
     key = jax.random.key(seed)
@@ -258,8 +252,8 @@ def measure(
         ``jax``.
     """
     params = params or W.BIBParams()
-    sizes = [_check_positive("size", n) for n in sizes]
-    _check_positive("repeats", repeats)
+    sizes = [positive_int("size", n) for n in sizes]
+    positive_int("repeats", repeats)
     pairs = [(Workload(n, params, None, task), Workload(n, params, render_size, task, chunk_bytes)) for n in sizes]
     compile_workloads([w for pair in pairs for w in pair], workers)
     return [measure_size(n, params, render_size, repeats, seed, task, chunk_bytes) for n in sizes]
@@ -331,8 +325,8 @@ def background_set_seconds(
         device info}``.
     """
     params = params or W.BIBParams()
-    batch = _check_positive("batch", batch)
-    episodes = BACKGROUND_EPISODES if episodes is None else _check_positive("episodes", episodes)
+    batch = positive_int("batch", batch)
+    episodes = BACKGROUND_EPISODES if episodes is None else positive_int("episodes", episodes)
     batches = -(-episodes // batch)
     workload = Workload(batch, params, render_size, task, chunk_bytes)
     ((compiled, compile_s),) = compile_workloads([workload])

@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsoc.benchmark import compile_cached, device_info
+from jaxsoc.benchmark import compile_cached, device_info, positive_int, tree_checksum
 from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic import env as E
 from jaxsoc.envs.chaic import state as S
@@ -103,21 +103,6 @@ def check_task(task: str) -> str:
     if task not in K.TASKS:
         raise ValueError(f"unknown CHAIC task {task!r}; choose from {list(K.TASKS)}")
     return task
-
-
-def _check_positive(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
-
-
-def checksum(tree: Any) -> jax.Array:
-    """Returns ``uint32``: the wrapping sum of every leaf of ``tree`` (floats scaled by 256 and rounded first)."""
-    total = jnp.zeros((), jnp.uint32)
-    for leaf in jax.tree.leaves(tree):
-        x = jnp.round(leaf * 256) if jnp.issubdtype(leaf.dtype, jnp.floating) else leaf
-        total = total + jnp.sum(x.astype(jnp.int32).astype(jnp.uint32), dtype=jnp.uint32)
-    return total
 
 
 def random_valid_action(key: jax.Array, state: S.State, agent: int) -> jax.Array:
@@ -250,7 +235,7 @@ class Workload:
             obs, state = _reset_state(reset, jax.random.split(k_reset, n), params)
             carry = (obs, state, _counters(n))
             obs, _, counts = jax.lax.scan(functools.partial(body, k_run), carry, jnp.arange(steps))[0]
-            return _result(counts, checksum(obs))
+            return _result(counts, tree_checksum(obs))
 
         return run
 
@@ -281,7 +266,7 @@ class Workload:
             obs, state = _reset_state(reset, jax.random.split(k_reset, n), params)
             carry = (obs, state, _counters(n))
             obs, _, counts = jax.lax.scan(functools.partial(body, k_run), carry, jnp.arange(steps))[0]
-            return _result(counts, checksum(obs))
+            return _result(counts, tree_checksum(obs))
 
         return run
 
@@ -340,7 +325,7 @@ class Workload:
             state, mem_main, mem_helper = jax.vmap(fresh)(jax.random.split(k_reset, n))
             carry = (state, mem_main, mem_helper, _counters(n))
             state, _, _, counts = jax.lax.scan(functools.partial(body, k_run), carry, jnp.arange(steps))[0]
-            return _result(counts, checksum((state.agents.pos, state.frame)))
+            return _result(counts, tree_checksum((state.agents.pos, state.frame)))
 
         return run
 
@@ -367,7 +352,7 @@ def measure_workload(workload: Workload, repeats: int = 3, seed: int = 0) -> dic
     """Returns one row of ``measure`` for ``workload`` (compiling it unless ``compile_workloads`` already did)."""
     from jaxsoc.benchmark import time_compiled
 
-    repeats = _check_positive("repeats", repeats)
+    repeats = positive_int("repeats", repeats)
     ((compiled, compile_s),) = compile_workloads([workload])
     key = jax.random.key(seed)
     jax.block_until_ready(jax.random.fold_in(key, 0))  # the timed calls' eager fold_in compiled before the clock
@@ -458,9 +443,9 @@ def measure(
         ``frames_per_step``, ``reference_steps_per_s`` (``REFERENCE_STEPS_PER_S``), ``ratio_reference``
         (``agent_steps_per_s`` over it), ``reward_sum``, ``checksum``, ``device``, ``platform``, ``jax``.
     """
-    sizes = [_check_positive("size", n) for n in sizes]
-    _check_positive("steps", steps)
-    _check_positive("repeats", repeats)
+    sizes = [positive_int("size", n) for n in sizes]
+    positive_int("steps", steps)
+    positive_int("repeats", repeats)
     workloads = [
         Workload(check_mode(m), n, steps, check_task(t), split, task_seed) for t in tasks for m in modes for n in sizes
     ]

@@ -39,9 +39,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from jaxsoc.benchmark import compile_cached, device_info
+from jaxsoc.benchmark import compile_cached, device_info, positive_int, tree_checksum
 from jaxsoc.envs.household import env as E
 from jaxsoc.envs.household import world as W
 
@@ -63,21 +62,6 @@ def check_mode(mode: str) -> str:
     if mode not in MODES:
         raise ValueError(f"unknown household throughput mode {mode!r}; choose from {list(MODES)}")
     return mode
-
-
-def _check_positive(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
-
-
-def obs_checksum(obs: Any) -> jax.Array:
-    """Returns ``uint32``: the wrapping sum of every leaf of ``obs`` (floats scaled by 256 and rounded first)."""
-    total = jnp.zeros((), jnp.uint32)
-    for leaf in jax.tree.leaves(obs):
-        x = jnp.round(leaf * 256) if jnp.issubdtype(leaf.dtype, jnp.floating) else leaf
-        total = total + jnp.sum(x.astype(jnp.int32).astype(jnp.uint32), dtype=jnp.uint32)
-    return total
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,7 +130,7 @@ class Workload:
                 "episodes": jnp.sum(episodes, dtype=jnp.uint32),
                 "valid": jnp.sum(valid, axis=0, dtype=jnp.uint32),
                 "reward": jnp.sum(reward),
-                "checksum": obs_checksum(obs),
+                "checksum": tree_checksum(obs),
             }
 
         return run
@@ -192,7 +176,7 @@ class Workload:
                 "episodes": jnp.sum(episodes, dtype=jnp.uint32),
                 "valid": jnp.sum(valid, axis=0, dtype=jnp.uint32),
                 "reward": jnp.sum(reward),
-                "checksum": obs_checksum(obs),
+                "checksum": tree_checksum(obs),
             }
 
         return run
@@ -217,7 +201,7 @@ def measure_workload(workload: Workload, repeats: int = 3, seed: int = 0) -> dic
     """Returns one row of ``measure`` for ``workload`` (compiling it unless ``compile_workloads`` already did)."""
     from jaxsoc.benchmark import time_compiled
 
-    repeats = _check_positive("repeats", repeats)
+    repeats = positive_int("repeats", repeats)
     ((compiled, compile_s),) = compile_workloads([workload])
     output, run_s = time_compiled(compiled, jax.random.key(seed), repeats)
     out = jax.device_get(output)
@@ -287,9 +271,9 @@ def measure(
         carried out in the warm-up call), ``valid_fraction`` (the same over ``env_steps``), ``reward_sum``,
         ``obs_checksum``, ``device``, ``platform``, ``jax``.
     """
-    sizes = [_check_positive("size", n) for n in sizes]
-    _check_positive("steps", steps)
-    _check_positive("repeats", repeats)
+    sizes = [positive_int("size", n) for n in sizes]
+    positive_int("steps", steps)
+    positive_int("repeats", repeats)
     workloads = [Workload(check_mode(m), n, steps, split, task_seed) for m in modes for n in sizes]
     compile_workloads(workloads, workers)
     return [measure_workload(w, repeats, seed) for w in workloads]
