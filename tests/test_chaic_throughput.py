@@ -4,7 +4,8 @@ rows, and a part cut by its budget that a rerun resumes.
 
 Four worlds for three steps keep each program small; the four programs are compiled once, two at a time (the
 module's fixture), and reused by the part's and the script's tests (``compile_workloads`` caches them per
-process)."""
+process). Those tests are ``slow`` (a minute of compilation on a 2-core CPU): in CI the GPU suite's toy run
+(``tests/test_gpu_suite.py``) measures the part's workloads, and ``tests/test_chaic_ppo.py`` steps the helper view."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def rows():
     return throughput.measure([N], steps=T, repeats=1, workers=2)
 
 
+@pytest.mark.slow
 def test_measure_returns_complete_rows_with_consistent_counts(rows):
     assert [r["mode"] for r in rows] == list(throughput.MODES)
     assert [r["env"] for r in rows] == ["ChaicEnv", "ChaicEnv", "ChaicHelperEnv", "rule agents"]
@@ -78,6 +80,7 @@ def test_workloads_are_checked():
     assert isinstance(throughput.Workload("helper", N, T).env().main, throughput.CountingAgent)
 
 
+@pytest.mark.slow
 def test_format_table(rows):
     text = throughput.format_table(rows)
     assert "| mode | env | task | N | T | env steps/s | events/s | agent steps/s | frames/s | × paper (TDW) |" in text
@@ -89,6 +92,7 @@ def test_format_table(rows):
     assert "out of memory" in throughput.format_table([{**rows[0], "error": "out of memory"}])
 
 
+@pytest.mark.slow
 def test_script_writes_rows_and_resumes(rows, tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("chaic_throughput_script", SCRIPT)
     script = importlib.util.module_from_spec(spec)
@@ -145,6 +149,7 @@ def test_suite_part_verdicts_and_out_of_memory_rows():
     assert "| uniform | – | normal | 65,536 | 100 | out of memory: RESOURCE_EXHAUSTED" in table
 
 
+@pytest.mark.slow
 def test_suite_part_stops_without_time_and_resumes(rows, tmp_path):
     part = next(p for p in gpu_suite.PARTS if p.name == "chaic")  # toy workloads: some the fixture compiled
     toy = dict(part.toy)

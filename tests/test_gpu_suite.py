@@ -3,9 +3,11 @@ end to end in a subprocess and writes rows, the generated markdown section is ex
 the rows, a rerun skips the complete parts, text outside the markers is kept, and budgets cut parts that
 later runs resume.
 
-The toy run compiles about a dozen BabyAI programs (levels, bot, PPO, BC): compilation is nearly all of its
-time. The subprocess inherits the session's jax settings (``conftest.py``: cheaper CPU compilation and the
-persistent compilation cache), so a warm cache makes it fast."""
+The toy run compiles about a dozen programs (levels, bot, BC, the families' worlds): compilation is nearly all of
+its time. The learners' parts (``LEARNER_PARTS``: PPO, the paper's recipe, the BIB and household learners), whose
+toy runs compile whole trainers (about 3 minutes together on a 2-core CPU; each trainer is also compiled by its own
+module's tests), run in the ``slow`` test only. The subprocess inherits the session's jax settings
+(``conftest.py``: cheaper CPU compilation and the persistent compilation cache), so a warm cache makes it fast."""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from jaxsoc.gpu_suite import core
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "gpu_suite.py"
 PREFIX = "# Results\n\nHand-written text before the generated section.\n"
-NAMES = [p.name for p in gpu_suite.PARTS]
+LEARNER_PARTS = ("ppo", "ppo_paper", "household_learners", "bib_learners", "chaic_learners")
+NAMES = [p.name for p in gpu_suite.PARTS if p.name not in LEARNER_PARTS]
 
 
 def _suite(*args: str, timeout: float = 1200) -> tuple[subprocess.CompletedProcess, float]:
@@ -43,15 +46,17 @@ def toy_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("gpu_suite")
     out, md = base / "results", base / "RESULTS.md"
     md.write_text(PREFIX)
-    args = ("--toy", "--out-dir", str(out), "--results-md", str(md), "--workers", "2")
+    args = ("--toy", "--out-dir", str(out), "--results-md", str(md), "--workers", "2", "--parts", *NAMES)
     proc, seconds = _suite(*args)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return out, md, args, seconds
 
 
-def test_every_part_writes_complete_stamped_rows(toy_run):
-    out, _, _, _ = toy_run
+def _check_stamped_rows(out, names) -> dict:
+    """Asserts every part of ``names`` wrote complete rows stamped with the CPU; returns ``{part: rows}``."""
     for part in gpu_suite.PARTS:
+        if part.name not in names:
+            continue
         state = json.loads(core.row_path(out, part.name).read_text())
         assert state["complete"] and state["toy"] and "error" not in state, part.name
         assert state["params"] == json.loads(json.dumps(dict(part.toy)))
@@ -59,15 +64,15 @@ def test_every_part_writes_complete_stamped_rows(toy_run):
         for row in state["rows"]:
             assert row["key"] and row["device"] == "cpu" and row["platform"] == "cpu" and row["toy"]
             assert row["jax"] and row["date"] and not row.get("partial")
-    rows = {p: json.loads(core.row_path(out, p).read_text())["rows"] for p in NAMES}
+    return {p: json.loads(core.row_path(out, p).read_text())["rows"] for p in names}
+
+
+def test_every_part_writes_complete_stamped_rows(toy_run):
+    out, _, _, _ = toy_run
+    rows = _check_stamped_rows(out, NAMES)
     assert {r["see_through_walls"] for r in rows["classic"]} == {True, False}
     assert rows["babyai"][0]["rooms"] == "1x1" and rows["babyai"][0]["resets"] == "pooled"
     assert rows["bot_success"][0]["episodes"] == 8 and rows["bot_success"][0]["success"] == 1.0
-    ppo = rows["ppo"][0]  # the final row replaced the progress row of the first chunk
-    assert ppo["updates"] == 2 and ppo["stopped"] == "max_updates" and ppo["frames_per_s"] > 0
-    paper = rows["ppo_paper"][0]  # two seeds of the paper's recipe in one program
-    assert paper["updates"] == 2 and paper["arch"] == "original" and len(paper["episodes_needed"]) == 2
-    assert paper["frames_per_s"] > 0 and paper["paper_thousands"] == [377.0, 379.0]
     assert [r["demos"] for r in rows["bc"]] == [16, 11]
     assert {(r["map"], r["impl"]) for r in rows["conv"]} == {(m, i) for m in (7, 2) for i in ("native", "im2col")}
     bib_set, bib_size = rows["bib"]  # the background set (a smaller run at toy sizes), then one throughput row
@@ -78,6 +83,21 @@ def test_every_part_writes_complete_stamped_rows(toy_run):
     assert all(r["steps_per_s"] > 0 and r["env_steps"] == 12 and r["meets_target"] is False for r in household)
     (agents,) = rows["household_agents"]  # the planning Alice and helper: measured, no target
     assert agents["mode"] == "planners" and agents["steps_per_s"] > 0 and agents["meets_target"] is None
+    assert [r["mode"] for r in rows["chaic"]] == ["uniform", "agents"]  # the world, then the rule-based agents
+    assert all(r["agent_steps_per_s"] > 0 and r["checksum"] > 0 for r in rows["chaic"])
+
+
+@pytest.mark.slow
+def test_learner_parts_write_complete_stamped_rows(tmp_path):
+    out = tmp_path / "results"
+    proc, _ = _suite("--toy", "--out-dir", str(out), "--results-md", str(tmp_path / "R.md"), "--parts", *LEARNER_PARTS)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = _check_stamped_rows(out, LEARNER_PARTS)
+    ppo = rows["ppo"][0]  # the final row replaced the progress row of the first chunk
+    assert ppo["updates"] == 2 and ppo["stopped"] == "max_updates" and ppo["frames_per_s"] > 0
+    paper = rows["ppo_paper"][0]  # two seeds of the paper's recipe in one program
+    assert paper["updates"] == 2 and paper["arch"] == "original" and len(paper["episodes_needed"]) == 2
+    assert paper["frames_per_s"] > 0 and paper["paper_thousands"] == [377.0, 379.0]
     household_learners = rows["household_learners"]  # the goal model's and the HRL's training programs
     assert [(r["learner"], r["size"]) for r in household_learners] == [("watch", 2), ("hrl", 2)]
     watch, *rl = household_learners
@@ -103,7 +123,7 @@ def test_markdown_section_is_rendered_from_the_rows(toy_run):
     section = core.read_section(text)
     assert section == gpu_suite.render_markdown(rows, complete)
     for part in gpu_suite.PARTS:
-        assert f"### {part.title} (toy sizes" in section
+        assert (f"### {part.title} (toy sizes" in section) == (part.name in NAMES)
     assert "| GoToRedBallGrey | 1x1 | 16 | 8 | 1 |" in section  # the BabyAI table, with the level's target
     assert "1e+08" in section and "1e+06" not in section  # BossLevel's bot target only where BossLevel is
 

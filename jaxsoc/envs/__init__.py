@@ -16,6 +16,7 @@ def _register_all() -> None:
     for task, name in TASK_IDS.items():
         register(f"CHAIC-{name}-v0", _chaic("ChaicEnv", task))
         register(f"CHAIC-{name}-Helper-v0", _chaic("ChaicHelperEnv", task))
+    register("CHAIC-All-Helper-v0", _chaic("ChaicHelperEnv", "all"))
 
 
 def _household(cls: str):

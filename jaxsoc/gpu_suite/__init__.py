@@ -11,11 +11,12 @@ success and episode lengths over 2,000 levels each), ``bib`` (BIB episodes gener
 the 28,000-episode background set against the issue's 60 s), ``household`` (the Watch-And-Help household's
 random-action steps/s against the issue's 1e7), ``household_agents`` (Alice and the HP helper planning every step),
 ``chaic`` (CHAIC's world events and agent steps/s, random actions against the issue's 1e6 agent steps/s, and the
-rule-based agents'), ``household_learners`` (the goal-inference model's, the Hybrid's and the HRL's training
-rates), ``ppo`` (the Small model to 99% on GoToRedBallGrey and GoToLocal), ``bc`` (the Small model by behaviour
-cloning on 8,000 and 5,657 bot demonstrations), ``bib_learners`` (BIB's four learners' training rate and the
-projected time of a full run against the issue's 30 minutes) and ``conv`` (XLA's convolution against im2col). Each
-has a time budget; the budgets of the default run add up to 25 minutes (``--budget-minutes`` scales them).
+rule-based agents'), ``chaic_learners`` (the PPO helper's training rate), ``household_learners`` (the goal-inference
+model's, the Hybrid's and the HRL's training rates), ``ppo`` (the Small model to 99% on GoToRedBallGrey and
+GoToLocal), ``bc`` (the Small model by behaviour cloning on 8,000 and 5,657 bot demonstrations), ``bib_learners``
+(BIB's four learners' training rate and the projected time of a full run against the issue's 30 minutes) and
+``conv`` (XLA's convolution against im2col). Each has a time budget; the budgets of the default run add up to 25
+minutes (``--budget-minutes`` scales them).
 
 **Rows.** Part ``p`` writes ``<out-dir>/gpu_<p>.json`` after every row it measures (``core.run_part``): the
 part's parameters, device, jax version, dates, budget, ``complete``, and the rows, each of which also records
@@ -70,7 +71,7 @@ from jaxsoc.cli import BABYAI_BENCH_ENVS, GPU_BENCH_ENVS
 from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
 from jaxsoc.envs.chaic import throughput as chaic_throughput
 from jaxsoc.envs.household import throughput as household_throughput
-from jaxsoc.gpu_suite import bib, bib_learners, chaic, core, household, household_learners, parts
+from jaxsoc.gpu_suite import bib, bib_learners, chaic, chaic_learners, core, household, household_learners, parts
 from jaxsoc.gpu_suite.core import EXIT_DONE, EXIT_ERROR, EXIT_MORE, Context, Part, Program
 
 __all__ = ["PARTS", "Context", "Part", "Program", "add_arguments", "main", "render_markdown", "run_from_args"]
@@ -256,7 +257,7 @@ PARTS: tuple[Part, ...] = (
         "CHAIC: world events and agent steps per second, random actions and the rule-based agents",
         chaic.chaic,
         chaic.render_chaic,
-        budget_s=120,  # taken from classic, babyai, bot_success and bib_learners (30 s each)
+        budget_s=90,  # taken from classic, babyai, bot_success and bib_learners (30 s each); 30 s to chaic_learners
         params=dict(
             modes=list(chaic_throughput.MODES),
             task="normal",
@@ -294,7 +295,7 @@ PARTS: tuple[Part, ...] = (
         "Watch-And-Help learners: goal-inference, Hybrid and HRL training rates",
         household_learners.household_learners,
         household_learners.render_household_learners,
-        budget_s=120,
+        budget_s=90,  # 30 s went to chaic_learners
         params=dict(
             watch_batches=[8, 64, 256],
             watch_length=80,
@@ -320,6 +321,20 @@ PARTS: tuple[Part, ...] = (
         "per world per update; compile apart, a warm-up call, then one timed call. Projections: one goal-model "
         "epoch over the paper's 6,314 demonstrations; the original's 100,000 Hybrid episodes of at most 250 steps; "
         "the HRL curriculum's 7.6 M frames.",
+    ),
+    Part(
+        "chaic_learners",
+        "CHAIC learners: the PPO helper's training rate",
+        chaic_learners.chaic_learners,
+        chaic_learners.render_chaic_learners,
+        budget_s=60,  # 30 s each from chaic and household_learners
+        params=dict(ppo_envs=[256, 2048, 8192], num_steps=40, updates=3, repeats=1),
+        toy=dict(ppo_envs=[2], num_steps=4, updates=1, repeats=1),
+        note="`gpu_suite/chaic_learners.py`: jitted programs of `updates` PPO updates of the CHAIC helper (the "
+        "`chaic` set-encoder network, small preset) on `CHAIC-All-Helper-v0` with reward shaping, the rule-based "
+        "constrained agent acting inside every step (up to 8 events per helper step), `num_steps` frames per world "
+        "per update, 4 epochs of 4 minibatches; compile apart, a warm-up call, then one timed call. Projection: "
+        "8e8 helper steps (10^4 times the paper's 10^4 RL steps per task, 8 tasks).",
     ),
     Part(
         "ppo",

@@ -19,12 +19,13 @@ from jaxsoc.core.autoreset import select_rows
 from jaxsoc.learners.checkpoint import latest_step, read_meta, restore_raw
 from jaxsoc.learners.evaluate import episode_keys
 from jaxsoc.learners.networks import registry
+from jaxsoc.learners.ppo import env_kwargs
 
 
 def load_policy(run_dir: str | Path, env_id: str | None = None) -> tuple[Any, Any, Any, dict[str, Any]]:
     """Returns ``(env, env_params, model, variables)`` of the newest checkpoint in ``run_dir/checkpoints``,
-    on ``env_id`` (default the run's env); ``model`` is the registered network the checkpoint names, rebuilt
-    from its config.
+    on ``env_id`` (default the run's env, with the run's ``env_args``); ``model`` is the registered network the
+    checkpoint names, rebuilt from its config.
 
     Raises:
         FileNotFoundError: no checkpoint.
@@ -40,7 +41,8 @@ def load_policy(run_dir: str | Path, env_id: str | None = None) -> tuple[Any, An
     except ValueError as error:
         raise ValueError(f"{directory}: {error}") from error
     env_id = env_id or meta["env_id"]
-    env, params = jaxsoc.make(env_id)
+    env_args = meta.get("config", {}).get("env_args", "") if env_id == meta["env_id"] else ""
+    env, params = jaxsoc.make(env_id, **env_kwargs(env_args))
     num_actions = int(env.action_space(params).n)
     if num_actions != model.config.num_actions:
         raise ValueError(f"{env_id}: {num_actions} actions, the policy has {model.config.num_actions}")

@@ -49,6 +49,8 @@ class PPOConfig:
 
     Attributes:
         env_id: a registered environment (its observations must fit the network).
+        env_args: overrides of the env's default params, ``"name=value,name=value"`` (``jaxsoc.make(env_id,
+            **env_kwargs(env_args))``; e.g. ``"shaping=1.0,rays=32"`` for a CHAIC helper view); "" for none.
         algo: ``"ppo"`` or ``"a2c"``.
         network: a registered policy network (``networks.registry``): ``"babyai"`` (``ACModel``, needs
             ``image`` and ``mission``) or ``"grid"`` (any numeric observations).
@@ -77,6 +79,7 @@ class PPOConfig:
     """
 
     env_id: str = "BabyAI-GoToRedBallGrey-v0"
+    env_args: str = ""
     algo: str = "ppo"
     network: str = "babyai"
     preset: str = "small"
@@ -105,6 +108,7 @@ class PPOConfig:
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
             raise ValueError(f"algo must be one of {ALGOS}, got {self.algo!r}")
+        env_kwargs(self.env_args)  # a malformed value fails here, before anything is built
         if self.optimizer not in ("adam", "rmsprop"):
             raise ValueError(f"optimizer must be 'adam' or 'rmsprop', got {self.optimizer!r}")
         for name in ("num_envs", "num_steps", "total_frames", "recurrence", "update_epochs", "minibatch_frames"):
@@ -143,6 +147,38 @@ class PPOConfig:
             ValueError: an unknown network or preset, or overrides the network does not have.
         """
         return registry.network_config(self.network, self.preset, num_actions, arch=self.arch, norm=self.norm)
+
+
+def env_kwargs(env_args: str) -> dict[str, Any]:
+    """Returns ``{name: value}`` from ``"name=value,name=value"`` (values: true/false, integers, floats, else the
+    text). Raises ``ValueError`` for an item without ``=``."""
+    out: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in env_args.split(","))):
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"env_args takes name=value[,name=value], got {item!r}")
+        lowered = text.lower()
+        if lowered in ("true", "false"):
+            out[name] = lowered == "true"
+            continue
+        for kind in (int, float):
+            try:
+                out[name] = kind(text)
+                break
+            except ValueError:
+                continue
+        else:
+            out[name] = text
+    return out
+
+
+def make_env(config: PPOConfig) -> tuple[Any, Any]:
+    """Returns ``(env, params)``: ``config.env_id`` with ``config.env_args``. Raises ``ValueError`` for an override
+    the env's params do not have."""
+    try:
+        return jaxsoc.make(config.env_id, **env_kwargs(config.env_args))
+    except TypeError as error:
+        raise ValueError(str(error)) from error
 
 
 def paper_config(**overrides: Any) -> PPOConfig:
@@ -275,7 +311,7 @@ class Trainer:
         seed_axis: str | None = None,
     ) -> None:
         if env is None:
-            env, made = jaxsoc.make(config.env_id)
+            env, made = make_env(config)
             env_params = made if env_params is None else env_params
         env_params = env.default_params() if env_params is None else env_params
         self.config = config

@@ -199,3 +199,11 @@ PAPER_TR = {
     "shopping": (0.37, 0.39, 0.49, 0.61),
     "furniture": (0.17, 0.48, 0.65, 0.76),
 }
+#: the paper's other helpers' transport rates: the LLM (GPT-4) + BM helper (table 2), and the learned helpers of
+#: appendix E.3 (table 5: PPO "RL" and SmartHelp, each trained 10^4 steps per task; only the indoor half of
+#: table 5 survives in the text jaxsoc has, so the other tasks are missing)
+PAPER_HELPER_TR = {
+    "llm_bm": dict(zip(TASKS, (0.65, 0.38, 0.49, 0.36, 0.70, 0.42, 0.58, 0.69))),
+    "rl": {"normal": 0.45, "high_target": 0.26, "high_container": 0.28, "high_goalplace": 0.25},
+    "smarthelp": {"normal": 0.46, "high_target": 0.24, "high_container": 0.26, "high_goalplace": 0.31},
+}

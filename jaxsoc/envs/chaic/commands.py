@@ -1,8 +1,13 @@
 """``jaxsoc chaic <verb>``: ``tasks`` (summarise the task sets), ``eval`` (the paper's tables 2 and 4 for the
-rule-based helpers) and ``render`` (a GIF of one episode)."""
+rule-based helpers and the learned ones) and ``render`` (a GIF of one episode).
+
+``jaxsoc chaic eval --helper rhp ppo=RUN bm=RUN2`` evaluates learned helpers (``LEARNED``: a PPO run of ``jaxsoc train
+ppo --env CHAIC-<Task>-Helper-v0 --set network=chaic``, a behaviour model of ``jaxsoc train chaic-bm``) in the same
+table as the rule-based ones; ``--append`` adds helpers to the results already in ``--out``."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
@@ -17,6 +22,38 @@ from jaxsoc.envs.chaic import state as S
 
 HELPERS = ("none", "random", "rhp", "oracle")
 PAPER_ROWS = dict(zip(("none", "random", "rhp", "oracle"), range(4)))  # columns of catalogue.PAPER_TR
+#: learned helpers, ``KIND=RUN`` on the command line: the paper's row each is compared with (``PAPER_HELPER_TR``)
+LEARNED = {"ppo": "rl", "bm": "llm_bm"}
+
+
+def parse_helpers(items: list[str]) -> dict[str, str | None]:
+    """Returns ``{label: run directory or None}`` for ``--helper`` items: a rule-based helper (``HELPERS``, no run)
+    or a learned one as ``KIND=RUN`` (``LEARNED``; labelled by its kind). Raises ``ValueError`` for an unknown
+    helper, a learned kind without a run, or a label given twice."""
+    out: dict[str, str | None] = {}
+    for item in items:
+        kind, sep, run = item.partition("=")
+        if kind in LEARNED and not (sep and run):
+            raise ValueError(f"the learned helper {kind!r} needs its run: --helper {kind}=RUN_DIR")
+        if (sep and kind not in LEARNED) or (not sep and kind not in HELPERS):
+            raise ValueError(
+                f"unknown helper {item!r}; choose from {list(HELPERS)} or {', '.join(k + '=RUN' for k in LEARNED)}"
+            )
+        if kind in out:
+            raise ValueError(f"helper {kind!r} given twice")
+        out[kind] = run or None
+    return out
+
+
+def learned_helper(kind: str, run: str):
+    """Returns the agent of a learned helper: ``kind`` in ``LEARNED``, ``run`` its run directory."""
+    if kind == "ppo":
+        from jaxsoc.learners.chaic.ppo_helper import load_ppo_helper
+
+        return load_ppo_helper(run)
+    from jaxsoc.learners.chaic.bm import load_bm_helper
+
+    return load_bm_helper(run)
 
 
 def _tasks(names: list[str]) -> list[str]:
@@ -45,6 +82,20 @@ def cmd_tasks(args) -> int:
     return 0
 
 
+def _budget(max_events: int | None) -> dict:
+    return {"max_events": max_events} if max_events else {}
+
+
+@functools.lru_cache(maxsize=16)
+def _player(helper: str, max_events: int | None):
+    """Returns ``play.make_player`` for the constrained agent and the rule-based ``helper``, built once per process
+    (so ``--append`` and repeated evaluations compile each player once)."""
+    from jaxsoc.envs.chaic import agents as A
+    from jaxsoc.envs.chaic import play as P
+
+    return P.make_player(A.make_agent("main"), A.make_agent(helper), **_budget(max_events))
+
+
 def evaluate(
     tasks: list[str],
     helpers: list[str],
@@ -54,22 +105,24 @@ def evaluate(
     max_events: int | None = None,
     episodes: int | None = None,
     timing=None,
+    agents: dict | None = None,
 ):
     """Returns ``{task: {helper: metrics.summary}}``: every episode of ``split`` of each task (the first
     ``episodes`` if given) played ``seeds`` times by the constrained agent alone (``none``) and with each helper
     (the same keys for every helper). ``max_events``: the event budget per episode (``play.DEFAULT_MAX_EVENTS``);
-    ``timing``: a ``world.Timing`` (default: the calibrated one)."""
+    ``timing``: a ``world.Timing`` (default: the calibrated one); ``agents``: ``{label: agent}`` for the helpers that
+    are not rule-based names (the learned ones)."""
     from jaxsoc.envs.chaic import agents as A
     from jaxsoc.envs.chaic import metrics as M
     from jaxsoc.envs.chaic import play as P
     from jaxsoc.envs.chaic import tasks as T
     from jaxsoc.envs.chaic import world as W
 
-    main = A.make_agent("main")
-    players = {
-        h: P.make_player(main, A.make_agent(h), **({"max_events": max_events} if max_events else {}))
-        for h in ["none", *[h for h in helpers if h != "none"]]
-    }
+    main, agents = A.make_agent("main"), agents or {}
+    players = {}
+    for h in ["none", *[h for h in helpers if h != "none"]]:
+        learned = h in agents
+        players[h] = P.make_player(main, agents[h], **_budget(max_events)) if learned else _player(h, max_events)
     results: dict = {}
     for task in tasks:
         states = T.cached_split(task, split, seed).states
@@ -94,7 +147,8 @@ def _cell(value, fmt="{:.2f}") -> str:
 
 
 def format_table(results: dict) -> str:
-    """Returns a markdown table: per task and helper TR (EI), IA, CR, STD_TR, ER, and the paper's TR."""
+    """Returns a markdown table: per task and helper TR (EI), IA, CR, STD_TR, ER, and the paper's TR (for ``ppo`` its
+    RL helper of table 5, for ``bm`` its LLM + BM helper)."""
     lines = [
         "| task | helper | TR (EI) | IA | CR | STD_TR | ER | paper TR |",
         "|---|---|---|---|---|---|---|---|",
@@ -103,6 +157,8 @@ def format_table(results: dict) -> str:
         for helper, m in rows.items():
             ei = "" if m["ei"] is None else f" ({m['ei']:+.2f})"
             paper = K.PAPER_TR[task][PAPER_ROWS[helper]] if helper in PAPER_ROWS else None
+            if helper in LEARNED:
+                paper = K.PAPER_HELPER_TR[LEARNED[helper]].get(task)
             er = _cell(m["er"]) if task == "shopping" else "/"
             ia = _cell(m["ia"]) if helper != "none" else "/"
             cr = _cell(m["cr"]) if helper != "none" else "/"
@@ -158,31 +214,50 @@ def parse_timing(items: list[str] | None):
     return timing
 
 
+def _earlier(out: Path, setting: dict, tasks: list[str]) -> dict:
+    """Returns the results in ``out/chaic_eval.json`` for ``--append``. Raises ``ValueError`` when there are none or
+    they were measured with another setting or other tasks."""
+    path = out / "chaic_eval.json"
+    if not path.exists():
+        raise ValueError(f"--append: {path} does not exist")
+    earlier = json.loads(path.read_text())
+    differ = sorted(k for k in setting if k != "device" and earlier["setting"].get(k) != setting[k])
+    if differ or list(earlier["results"]) != tasks:
+        what = differ or [f"tasks {list(earlier['results'])}"]
+        raise ValueError(f"--append: {path} was measured with another {', '.join(map(str, what))}")
+    return earlier["results"]
+
+
 def cmd_eval(args) -> int:
-    unknown = [h for h in args.helper if h not in HELPERS]
-    if unknown:
-        raise ValueError(f"unknown helper(s) {unknown}; choose from {list(HELPERS)}")
+    labels = parse_helpers(args.helper)
     for flag, value in (("--seeds", args.seeds), ("--episodes", args.episodes), ("--max-events", args.max_events)):
         if value is not None and value < 1:
             raise ValueError(f"{flag} must be a positive integer, got {value}")
+    if args.append and not args.out:
+        raise ValueError("--append adds to the results in --out: give --out")
     tasks = _tasks(args.tasks)
-    helpers = list(dict.fromkeys(["none", *args.helper]))
     timing = parse_timing(args.timing)
-    results = evaluate(tasks, helpers, args.seeds, args.seed, args.split, args.max_events, args.episodes, timing)
+    setting = {
+        "split": args.split,
+        "seeds": args.seeds,
+        "seed": args.seed,
+        "episodes": args.episodes,
+        "max_events": args.max_events,
+        "timing": {k: float(v) for k, v in vars(timing).items()},
+        "device": jax.devices()[0].device_kind,
+    }
+    earlier = _earlier(Path(args.out), setting, tasks) if args.append else {}
+    agents = {label: learned_helper(label, run) for label, run in labels.items() if run}
+    helpers = list(dict.fromkeys(["none", *labels]))
+    results = evaluate(
+        tasks, helpers, args.seeds, args.seed, args.split, args.max_events, args.episodes, timing, agents
+    )
+    results = {task: {**earlier.get(task, {}), **rows} for task, rows in results.items()}
     table = format_table(results)
     print(table)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        setting = {
-            "split": args.split,
-            "seeds": args.seeds,
-            "seed": args.seed,
-            "episodes": args.episodes,
-            "max_events": args.max_events,
-            "timing": {k: float(v) for k, v in vars(timing).items()},
-            "device": jax.devices()[0].device_kind,
-        }
         (out / "chaic_eval.json").write_text(json.dumps({"setting": setting, "results": results}, indent=2))
         (out / "chaic_eval.md").write_text(table + "\n")
         print(f"wrote {out / 'chaic_eval.json'}, {out / 'chaic_eval.md'}, {plot(results, out / 'chaic_eval.png')}")
@@ -256,7 +331,12 @@ def add_parser(sub) -> None:
     tasks.set_defaults(func=clear_errors(cmd_tasks))
 
     evaluate_ = verbs.add_parser("eval", help="the constrained agent alone and with helpers: TR, EI, IA, CR, ER")
-    evaluate_.add_argument("--helper", nargs="+", default=list(HELPERS), help=f"any of {', '.join(HELPERS)}")
+    evaluate_.add_argument(
+        "--helper",
+        nargs="+",
+        default=list(HELPERS),
+        help=f"any of {', '.join(HELPERS)}, and learned ones as {' '.join(k + '=RUN' for k in LEARNED)}",
+    )
     evaluate_.add_argument("--tasks", nargs="+", default=["all"], help=f"{', '.join(K.TASKS)} or all")
     evaluate_.add_argument("--split", choices=["train", "test"], default="test")
     evaluate_.add_argument("--seeds", type=int, default=3, help="runs per episode")
@@ -265,6 +345,7 @@ def add_parser(sub) -> None:
     evaluate_.add_argument("--max-events", type=int, help="events per episode (default: play.DEFAULT_MAX_EVENTS)")
     evaluate_.add_argument("--timing", nargs="+", help="world.Timing overrides, e.g. move=10 turn=4 (frames)")
     evaluate_.add_argument("--out", help="directory for chaic_eval.{json,md,png}")
+    evaluate_.add_argument("--append", action="store_true", help="add these helpers to the results in --out")
     evaluate_.set_defaults(func=clear_errors(cmd_eval))
 
     render = verbs.add_parser("render", help="a top-down GIF of one episode")

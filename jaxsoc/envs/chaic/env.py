@@ -11,9 +11,10 @@ busy ignores its action (its observation's ``status`` is ``ONGOING``, 0). ``Chai
 ready; if the helper is still busy after them, the step returns and its next action is ignored (status 0).
 
 **Rewards**: both agents share ``transported`` progress: the change of the transport rate (it sums to the
-episode's transport rate). ``terminated`` when every target is on the goal place (``info["success"]``);
-``truncated`` at ``max_frames`` (3,000 frames; 1,500 for furniture). ``info`` has ``transport_rate``,
-``frame`` and ``episode_steps`` (events or helper steps).
+episode's transport rate). The helper view adds ``params.shaping`` times the change of ``helper_potential`` (0 by
+default; ``jaxsoc.make("CHAIC-All-Helper-v0", shaping=1.0)``). ``terminated`` when every target is on the goal
+place (``info["success"]``); ``truncated`` at ``max_frames`` (3,000 frames; 1,500 for furniture). ``info`` has
+``transport_rate``, ``frame`` and ``episode_steps`` (events or helper steps).
 """
 
 from __future__ import annotations
@@ -35,22 +36,31 @@ from jaxsoc.envs.chaic import world as W
 
 class ChaicParams(struct.PyTreeNode):
     """``tasks``: the task bank (``state.State`` with a leading episode axis); ``timing``: ``world.Timing``;
-    static: ``sees_goal`` (which of main, helper see the goal counts), ``rays`` (0: no ray-cast image; else the
-    number of depth/semantic rays in the observation), ``events_per_step`` (the helper view's events per step)."""
+    ``shaping``: the helper view's reward shaping weight (0: none; ``helper_potential``); static: ``sees_goal``
+    (which of main, helper see the goal counts), ``rays`` (0: no ray-cast image; else the number of depth/semantic
+    rays in the observation), ``events_per_step`` (the helper view's events per step)."""
 
     tasks: S.State
     timing: W.Timing = W.Timing()
+    shaping: float = 0.0
     sees_goal: tuple[bool, bool] = struct.field(pytree_node=False, default=(True, False))
     rays: int = struct.field(pytree_node=False, default=0)
     events_per_step: int = struct.field(pytree_node=False, default=8)
 
 
+#: the pseudo-task whose bank holds every task's episodes (``CHAIC-All-Helper-v0``: one helper for the 8 tasks)
+ALL = "all"
+
+
 def params_for(task: str = "normal", split: str = "train", seed: int = 0, **kw: Any) -> ChaicParams:
-    """Returns ``ChaicParams`` whose bank is ``split`` of ``task`` (``catalogue.TASKS``, ``tasks.SPLITS``).
-    Raises ``ValueError`` for an unknown task or split."""
+    """Returns ``ChaicParams`` whose bank is ``split`` of ``task`` (``catalogue.TASKS``, ``tasks.SPLITS``), or of
+    every task one after another for ``task="all"`` (``ALL``). Raises ``ValueError`` for an unknown task or split."""
     from jaxsoc.envs.chaic import tasks as T
 
-    params = ChaicParams(tasks=T.cached_split(task, split, seed).states, **kw)
+    names = K.TASKS if task == ALL else (task,)
+    banks = [T.cached_split(name, split, seed).states for name in names]
+    bank = banks[0] if len(banks) == 1 else jax.tree_util.tree_map(lambda *x: jnp.concatenate(x), *banks)
+    params = ChaicParams(tasks=bank, **kw)
     check_params(params)
     return params
 
@@ -80,6 +90,26 @@ def _outcome(before: S.State, after: S.State):
     success = W.success(after)
     truncated = ~success & (after.frame >= after.max_frames)
     return reward, success, truncated
+
+
+def helper_potential(state: S.State) -> jax.Array:
+    """Returns ``float32``: the helper's shaping potential (the paper's RL reward combined "transported objects and
+    distance to the nearest target object"; jaxsoc makes it a potential, so the shaping telescopes over an episode and
+    does not change which policy is best): half its share of the transport rate for each goal object the helper
+    carries (directly or in a held container), minus 0.01 per metre from the helper to the nearest goal object nobody
+    carries (to the goal place once it carries one), straight-line distances capped at 20 m. It reads the true goal:
+    a training signal only, never part of the observation."""
+    obj = state.objects
+    goal = (state.goal_count[obj.cls.astype(jnp.int32)] > 0) & (obj.cls > 0) & ~obj.delivered
+    carrier = W.object_carrier(state)
+    weight = jnp.where(state.task == K.TASK["furniture"], obj.mass, 1.0)  # as world.transported counts
+    carried = jnp.where(goal & (carrier == S.HELPER), weight, 0.0).sum()
+    me = state.agents.pos[S.HELPER]
+    free = goal & (carrier < 0)
+    d_object = jnp.where(free, jnp.linalg.norm(W.object_positions(state) - me, axis=-1), 20.0).min()
+    d_goal = jnp.linalg.norm(state.scene.goal_pos - me)
+    distance = jnp.minimum(jnp.where(carried > 0, d_goal, d_object), 20.0)
+    return (0.5 * carried / jnp.maximum(state.total, 1.0) - 0.01 * distance).astype(jnp.float32)
 
 
 class ChaicEnv(MultiAgentEnvironment):
@@ -167,13 +197,14 @@ class HelperState(struct.PyTreeNode):
 
 class ChaicHelperEnv(Environment):
     """The helper's view: the rule-based constrained agent (``agents.RuleAgent("main")`` unless ``main`` is
-    given) acts inside ``step``; see the module docstring. ``info["main_action"]`` holds its last action."""
+    given) acts inside ``step``; see the module docstring. ``info["main_action"]`` holds its last action.
+    ``task="all"`` draws each episode from the 8 tasks' banks together (the task is part of the episode)."""
 
     stochastic_step = True
 
     def __init__(self, task: str = "normal", main: MainPolicy | None = None) -> None:
-        if task not in K.TASKS:
-            raise ValueError(f"unknown CHAIC task {task!r}; choose from {list(K.TASKS)}")
+        if task not in (*K.TASKS, ALL):
+            raise ValueError(f"unknown CHAIC task {task!r}; choose from {[*K.TASKS, ALL]}")
         self.task = task
         if main is None:
             from jaxsoc.envs.chaic.agents import make_agent
@@ -216,6 +247,7 @@ class ChaicHelperEnv(Environment):
         keys = jax.random.split(key, params.events_per_step)
         (world, memory, _, main_action), _ = jax.lax.scan(event, carry, keys)
         reward, success, truncated = _outcome(state.world, world)
+        reward = reward + params.shaping * (helper_potential(world) - helper_potential(state.world))
         steps = state.steps + 1
         info = {
             "success": success,
