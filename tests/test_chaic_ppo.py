@@ -239,3 +239,10 @@ def test_eval_command_with_a_ppo_run_and_append(half_run, tmp_path, capsys):
     assert saved == first
     assert jaxsoc_main([*base[:-2], "--max-events", "31", "--helper", "rhp", "--out", str(out), "--append"]) == 2
     assert "max_events" in capsys.readouterr().err
+
+
+def test_a_two_agent_env_is_refused_with_the_helper_view_named(capsys):
+    with pytest.raises(ValueError, match="several agents.*instead: CHAIC-Normal-Helper-v0$"):
+        ppo.Trainer(dataclasses.replace(TOY, env_id="CHAIC-Normal-v0", env_args=""))
+    assert jaxsoc_main(["train", "ppo", "--env", "CHAIC-Normal-v0", "--out", "unused", "--preset", "tiny"]) == 2
+    assert "CHAIC-Normal-Helper-v0" in capsys.readouterr().err

@@ -75,6 +75,8 @@ def cmd_train(args) -> int:
     if args.algo in HOUSEHOLD_LEARNERS:
         return _train_family(args, "household")
     base = dict(env_id=args.env, preset=args.preset)
+    if args.env.startswith("CHAIC-"):  # CHAIC's observations need their own network (networks.chaic)
+        base["network"] = "chaic"
     if args.num_envs is not None:
         base["num_envs"] = args.num_envs
     if args.frames is not None:

@@ -314,6 +314,13 @@ class Trainer:
             env, made = make_env(config)
             env_params = made if env_params is None else env_params
         env_params = env.default_params() if env_params is None else env_params
+        from jaxsoc.core.multi_agent import MultiAgentEnvironment
+
+        if isinstance(env, MultiAgentEnvironment):
+            stem = config.env_id.rsplit("-v", 1)[0] + "-"
+            views = [name for name in jaxsoc.registered_envs() if name.startswith(stem) and name != config.env_id]
+            hint = f"; train one agent's view instead: {', '.join(views)}" if views else ""
+            raise ValueError(f"{config.env_id} has several agents ({', '.join(env.agents)}){hint}")
         self.config = config
         self.env, self.env_params = env, env_params
         self.num_actions = int(env.action_space(env_params).n)
