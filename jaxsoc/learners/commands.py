@@ -19,7 +19,8 @@ from typing import Any
 
 BIB_LEARNERS = ("bib-atc", "bib-bc-mlp", "bib-bc-rnn", "bib-video-rnn")
 HOUSEHOLD_LEARNERS = ("watch", "hybrid", "hrl")
-ALGORITHMS = ("ppo", "a2c", "bc", "il-interactive", *BIB_LEARNERS, *HOUSEHOLD_LEARNERS)
+CHAIC_LEARNERS = ("chaic-bm",)
+ALGORITHMS = ("ppo", "a2c", "bc", "il-interactive", *BIB_LEARNERS, *HOUSEHOLD_LEARNERS, *CHAIC_LEARNERS)
 
 
 def _convert(name: str, hint: Any, text: str) -> Any:
@@ -74,6 +75,8 @@ def cmd_train(args) -> int:
         return _train_family(args, "bib")
     if args.algo in HOUSEHOLD_LEARNERS:
         return _train_family(args, "household")
+    if args.algo in CHAIC_LEARNERS:
+        return _train_family(args, "chaic")
     base = dict(env_id=args.env, preset=args.preset)
     if args.env.startswith("CHAIC-"):  # CHAIC's observations need their own network (networks.chaic)
         base["network"] = "chaic"
@@ -351,11 +354,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--seed", type=int, default=0)
     bib = train.add_argument_group("BIB learners (bib-*)")
     bib.add_argument("--data", help="a background dataset root written by jaxsoc bib data (else generated)")
-    bib.add_argument("--episodes", type=float, help="generated background episodes (default the paper's 28,000)")
+    bib.add_argument(
+        "--episodes", type=float, help="background episodes (default 28,000; chaic-bm: train episodes per task)"
+    )
     bib.add_argument("--data-seed", type=int, default=0, help="seed of the generated background set")
     bib.add_argument("--seeds", type=int, default=1, help="seeds trained together (vmapped)")
     bib.add_argument("--encoder", help="a bib-atc run whose encoder the observers start from")
-    bib.add_argument("--epochs", type=int, help="epochs (default the config's; bib-* and watch)")
+    bib.add_argument("--epochs", type=int, help="epochs (default the config's; bib-*, watch and chaic-bm)")
     train.add_argument(
         "--set",
         action="append",
