@@ -16,7 +16,7 @@ import pytest
 
 import jaxsoc
 from jaxsoc.cli import main as jaxsoc_main
-from jaxsoc.core.registry import register
+from jaxsoc.core.registry import register, unregister
 from jaxsoc.envs.chaic import agents as A
 from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic import commands as C
@@ -32,7 +32,6 @@ from jaxsoc.learners.rl_run import CHECKPOINTS, train_rl
 
 #: a helper view whose constrained agent always waits: the same observations and actions, a much smaller program
 TOY_ENV = "CHAIC-TestWaiting-Helper-v0"
-register(TOY_ENV, lambda: E.ChaicHelperEnv("normal", main=A.NoHelper(inactive=False)))
 CHUNK = 1
 TOY = ppo.PPOConfig(
     env_id=TOY_ENV,
@@ -48,6 +47,14 @@ TOY = ppo.PPOConfig(
     total_frames=4 * 4 * 2 * CHUNK,
 )
 HALF = dataclasses.replace(TOY, total_frames=TOY.total_frames // 2)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _toy_env():
+    """Registers ``TOY_ENV`` while this module runs (``jaxsoc list`` in other modules must not see it)."""
+    register(TOY_ENV, lambda: E.ChaicHelperEnv("normal", main=A.NoHelper(inactive=False)))
+    yield
+    unregister(TOY_ENV)
 
 
 def quiet_run(config, run_dir, **kwargs):

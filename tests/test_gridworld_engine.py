@@ -299,6 +299,21 @@ def test_unknown_env_lists_close_names():
         jaxsoc.make("MiniGrid-Empty-5x5-v0", max_step=3)
 
 
+def test_register_and_unregister_a_custom_env():
+    from jaxsoc.core.registry import register, unregister
+
+    register("Test-Custom-v0", lambda: jaxsoc.make("MiniGrid-Empty-5x5-v0")[0])
+    try:
+        with pytest.raises(ValueError, match="already registered"):
+            register("Test-Custom-v0", lambda: None)
+        assert "Test-Custom-v0" in jaxsoc.registered_envs() and jaxsoc.make("Test-Custom-v0")[0] is not None
+    finally:
+        unregister("Test-Custom-v0")
+    assert "Test-Custom-v0" not in jaxsoc.registered_envs()
+    with pytest.raises(KeyError, match="not registered"):
+        unregister("Test-Custom-v0")
+
+
 def test_bad_actions_and_keys_are_rejected(doorkey):
     env, params = doorkey
     _, state = env.reset(jax.random.key(0), params)

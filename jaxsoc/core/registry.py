@@ -1,4 +1,4 @@
-"""Environment registry: ``register``, ``make`` and ``registered_envs``."""
+"""Environment registry: ``register``, ``unregister``, ``make`` and ``registered_envs``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,14 @@ def register(name: str, factory: Callable[[], Any]) -> None:
     if name in _REGISTRY:
         raise ValueError(f"environment {name!r} is already registered")
     _REGISTRY[name] = factory
+
+
+def unregister(name: str) -> None:
+    """Removes ``name`` (registered by ``register``) and its instance. Raises ``KeyError`` for an unknown name."""
+    if name not in _REGISTRY:
+        raise KeyError(f"environment {name!r} is not registered")
+    del _REGISTRY[name]
+    _INSTANCES.pop(name, None)
 
 
 def registered_envs() -> list[str]:

@@ -14,6 +14,26 @@ from pathlib import Path
 from typing import Any
 
 METRICS_CSV, METRICS_JSON, CURVES_PNG = "metrics.csv", "metrics.json", "curves.png"
+RUN_JSON = "run.json"
+
+
+def read_run_json(run: str | Path, kind: str) -> dict[str, Any]:
+    """Returns the ``run.json`` of a training run of ``kind`` (a dict with ``"kind": kind``).
+
+    Raises:
+        ValueError: no ``run.json``, unreadable JSON, or a run of another kind.
+    """
+    path = Path(run) / RUN_JSON
+    if not path.is_file():
+        raise ValueError(f"{run} is not a {kind} training run (no {RUN_JSON})")
+    try:
+        info = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not readable JSON: {error}") from error
+    if not isinstance(info, dict) or info.get("kind") != kind:
+        found = info.get("kind") if isinstance(info, dict) else None
+        raise ValueError(f"{run} is not a {kind} training run (its kind is {found!r})")
+    return info
 
 
 def write_json(path: Path, value: Any) -> None:

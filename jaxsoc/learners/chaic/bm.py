@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import time
 from pathlib import Path
@@ -59,7 +58,7 @@ from jaxsoc.envs.chaic import tasks as T
 from jaxsoc.envs.chaic import world as W
 from jaxsoc.learners.checkpoint import Checkpointer
 from jaxsoc.learners.networks.layers import GRUCell
-from jaxsoc.learners.run_log import MetricsLog, write_json
+from jaxsoc.learners.run_log import MetricsLog, read_run_json, write_json
 
 KIND = "chaic-bm"
 RUN_JSON, REPORT_JSON, CHECKPOINTS = "run.json", "report.json", "checkpoints"
@@ -581,17 +580,7 @@ def _checkpointer(run: Path, config: BMConfig) -> Checkpointer:
 
 
 def _read_run(run: str | Path) -> dict[str, Any]:
-    path = Path(run) / RUN_JSON
-    if not path.is_file():
-        raise ValueError(f"{run} is not a {KIND} training run (no {RUN_JSON})")
-    try:
-        info = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not readable JSON: {error}") from error
-    if not isinstance(info, dict) or info.get("kind") != KIND:
-        kind = info.get("kind") if isinstance(info, dict) else None
-        raise ValueError(f"{run} is not a {KIND} training run (its kind is {kind!r})")
-    return info
+    return read_run_json(run, KIND)
 
 
 def _fresh_state(config: BMConfig, optimizer) -> dict[str, Any]:

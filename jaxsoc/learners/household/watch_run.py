@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import time
 from pathlib import Path
@@ -39,7 +38,7 @@ from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household.agents import demos as D
 from jaxsoc.learners.checkpoint import Checkpointer
 from jaxsoc.learners.household import watch as WA
-from jaxsoc.learners.run_log import MetricsLog, write_json
+from jaxsoc.learners.run_log import MetricsLog, read_run_json, write_json
 
 KIND = "watch"
 RUN_JSON = "run.json"
@@ -221,17 +220,7 @@ def _checkpointer(run: Path, config: WA.WatchConfig, data: dict[str, Any]) -> Ch
 
 
 def _read_run(run: str | Path) -> dict[str, Any]:
-    path = Path(run) / RUN_JSON
-    if not path.is_file():
-        raise ValueError(f"{run} is not a watch training run (no {RUN_JSON})")
-    try:
-        info = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not readable JSON: {error}") from error
-    if not isinstance(info, dict) or info.get("kind") != KIND:
-        kind = info.get("kind") if isinstance(info, dict) else None
-        raise ValueError(f"{run} is not a watch training run (its kind is {kind!r})")
-    return info
+    return read_run_json(run, KIND)
 
 
 def train(
