@@ -31,7 +31,7 @@ from jaxsoc.envs.chaic import geometry as G
 from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic import world as W
 
-WHERE_NAMES = ("free", "held_by_me", "held_by_other", "in_container", "on_goal")
+WHERE_NAMES = S.WHERE_NAMES
 
 
 def _relative(state: S.State, agent, points: jax.Array) -> jax.Array:

@@ -40,6 +40,8 @@ PICK = 7
 REMOVE = PICK + MAX_OBJECTS
 NUM_ACTIONS = REMOVE + MAX_OBJECTS
 ACTION_NAMES = ("move", "turn_left", "turn_right", "wait", "put_in", "put_on", "message", "pick", "remove")
+#: where an observed object is (``observation.observe``'s ``objects["where"]``)
+WHERE_NAMES = ("free", "held_by_me", "held_by_other", "in_container", "on_goal")
 
 ONGOING, FAILED, SUCCEEDED = 0, 1, 2  # an agent's action status (the original's ActionStatus)
 

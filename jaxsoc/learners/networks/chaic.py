@@ -1,7 +1,9 @@
 """The CHAIC helper's policy: a set encoder over the visible objects, the agent's own state, a GRU, and an actor
 whose object actions point at the objects.
 
-It reads a CHAIC observation (``jaxsoc.envs.chaic.observation.observe``; ``B`` worlds, ``N = MAX_OBJECTS``):
+It reads a CHAIC observation (``jaxsoc.envs.chaic.observation.observe``; ``B`` worlds, ``N = MAX_OBJECTS``). The
+module imports only the constants of ``catalogue``, ``state`` and ``raycast``, which create no jax arrays, so
+importing the learners starts no jax backend (``jax.distributed.initialize`` needs that):
 
 - **objects** (the set): each slot ``i`` becomes a token from its class (an embedding), where it is (free, held,
   in a container, on the goal place: one-hot), its position in the agent's frame and distance (metres / 8) and
@@ -32,7 +34,6 @@ import jax
 import jax.numpy as jnp
 
 from jaxsoc.envs.chaic import catalogue as K
-from jaxsoc.envs.chaic import observation as O
 from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic.raycast import NUM_SEMANTIC
 from jaxsoc.learners.networks import registry
@@ -125,7 +126,7 @@ class ChaicPolicy(nn.Module):
         features = jnp.concatenate(
             [
                 self.classes(objects["cls"].astype(jnp.int32)),
-                _one_hot(objects["where"], len(O.WHERE_NAMES)),
+                _one_hot(objects["where"], len(S.WHERE_NAMES)),
                 rel,
                 jnp.linalg.norm(rel, axis=-1, keepdims=True),
                 objects["height"].astype(jnp.float32)[..., None],
