@@ -14,7 +14,7 @@ def test_list(capsys):
     out = capsys.readouterr().out.split()
     assert "MiniGrid-DoorKey-8x8-v0" in out and "BabyAI-BossLevel-v0" in out
     # classic MiniGrid, the 19 BabyAI levels, the PutNextICLR19 alias, household, CHAIC (8 x 2 views, all-task)
-    assert len(out) == 12 + 19 + 1 + 2 + 17
+    assert len(out) == 12 + 19 + 1 + 2 + 17 + 4
 
 
 def test_unknown_env_exits_2_with_suggestions(capsys):

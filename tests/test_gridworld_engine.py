@@ -161,10 +161,13 @@ def test_view_beyond_the_world_reads_as_walls():
 
 def _single_agent_contract(name: str) -> bool:
     """The single-agent ids this contract test runs: not the aliases, not the two-agent household and CHAIC ids
-    (tests/test_household_world.py and tests/test_chaic_env.py test those), and one CHAIC helper view (the 8 tasks
-    share its code; each would compile the rule-based human again)."""
+    (tests/test_household_world.py and tests/test_chaic_env.py test those), one CHAIC helper view (the 8 tasks
+    share its code; each would compile the rule-based human again) and two EXCALIBUR variants (the plain one and
+    one computing the knowledge reward; the others differ only in reward weights)."""
     if name in ALIASES or name == "WatchAndHelp-v0":
         return False
+    if name.startswith("EXCALIBUR-"):
+        return name in ("EXCALIBUR-v0", "EXCALIBUR-NoveltyQA-v0")
     return not name.startswith("CHAIC-") or name == "CHAIC-Normal-Helper-v0"
 
 

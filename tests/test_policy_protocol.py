@@ -72,7 +72,10 @@ def test_load_policy_rebuilds_the_network_and_evaluates_the_same(grid_run):
 @pytest.mark.parametrize(
     "fields, match",
     [
-        ({"network": "transformer"}, r"unknown network 'transformer'; registered: \['babyai', 'chaic', 'grid'"),
+        (
+            {"network": "transformer"},
+            r"unknown network 'transformer'; registered: \['babyai', 'chaic', 'excalibur', 'grid'",
+        ),
         ({"preset": "huge"}, "unknown preset 'huge' of network 'grid'"),
         ({"arch": "original"}, r"network 'grid' has no config fields \['arch'\]"),
     ],

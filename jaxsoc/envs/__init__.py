@@ -5,6 +5,14 @@ from jaxsoc.envs.babyai import ALIASES, LEVELS, level_env
 from jaxsoc.envs.chaic.catalogue import TASK_IDS
 from jaxsoc.envs.gridworld.classic import CLASSIC_ENVS
 
+#: EXCALIBUR's ids by reward variant (``excalibur.env.VARIANTS``)
+EXCALIBUR_IDS = {
+    "answers": "EXCALIBUR-v0",
+    "qa": "EXCALIBUR-QA-v0",
+    "novelty": "EXCALIBUR-Novelty-v0",
+    "novelty_qa": "EXCALIBUR-NoveltyQA-v0",
+}
+
 
 def _register_all() -> None:
     for name, (cls, kwargs) in CLASSIC_ENVS.items():
@@ -17,6 +25,8 @@ def _register_all() -> None:
         register(f"CHAIC-{name}-v0", _chaic("ChaicEnv", task))
         register(f"CHAIC-{name}-Helper-v0", _chaic("ChaicHelperEnv", task))
     register("CHAIC-All-Helper-v0", _chaic("ChaicHelperEnv", "all"))
+    for variant, name in EXCALIBUR_IDS.items():
+        register(name, _excalibur(variant))
 
 
 def _household(cls: str):
@@ -33,6 +43,15 @@ def _chaic(cls: str, task: str):
         from jaxsoc.envs.chaic import env
 
         return getattr(env, cls)(task)
+
+    return factory
+
+
+def _excalibur(variant: str):
+    def factory():
+        from jaxsoc.envs.excalibur.env import ExcaliburEnv
+
+        return ExcaliburEnv(variant)
 
     return factory
 

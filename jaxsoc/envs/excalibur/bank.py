@@ -1,0 +1,101 @@
+"""Banks of EXCALIBUR houses with their questions: generated on the device (``houses.generate_batch``), questions
+filtered across the bank's houses by the supplementary's Algorithm 2 (``questions.attach``), houses left without a
+question dropped.
+
+Splits draw their houses from disjoint key streams (``SPLIT_SEEDS``), and each split filters its questions on its
+own houses, so a test house and its questions are never seen in training. ``cached_bank`` builds a bank once per
+process and keeps it on disk (``$JAXSOC_CACHE``, default ``~/.cache/jaxsoc``; the file name carries
+``BANK_VERSION`` and every argument, so a change of either builds a new one): a bank is a function of its
+arguments (counter-based JAX keys and a seeded numpy generator), the same on every machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import os
+import pathlib
+import tempfile
+
+import jax
+import numpy as np
+
+from jaxsoc.envs.excalibur import houses as H
+from jaxsoc.envs.excalibur import questions as Q
+from jaxsoc.envs.excalibur import state as S
+
+DEFAULT_CONFIG = H.HouseConfig()
+SPLIT_SEEDS = {"train": 0, "test": 1_000_003}
+BANK_SIZES = {"train": 512, "test": 128}
+#: Algorithm 2's N (questions generated per house and family) and M (questions kept per family): the main paper's
+#: values could not be found
+N_PER_HOUSE = 8
+M_PER_FAMILY = 24
+
+
+def make_bank(
+    split: str = "train",
+    seed: int = 0,
+    config: H.HouseConfig = DEFAULT_CONFIG,
+    num_houses: int | None = None,
+    n_per_house: int = N_PER_HOUSE,
+    m_per_family: int = M_PER_FAMILY,
+) -> tuple[S.House, dict]:
+    """Returns ``(bank, report)``: a ``House`` with a leading axis of the houses that got at least one question
+    (``num_houses`` generated, ``BANK_SIZES[split]`` by default) and ``questions.attach``'s report plus
+    ``generated`` and ``kept_houses``. Raises ``ValueError`` for an unknown split or no house with a question."""
+    if split not in SPLIT_SEEDS:
+        raise ValueError(f"unknown EXCALIBUR split {split!r}; choose from {list(SPLIT_SEEDS)}")
+    num = BANK_SIZES[split] if num_houses is None else int(num_houses)
+    if num < 1:
+        raise ValueError(f"num_houses must be >= 1, got {num}")
+    stream = SPLIT_SEEDS[split] + seed
+    houses = H.generate_batch(jax.random.key(stream), config, num)
+    houses, report = Q.attach(houses, np.random.default_rng(stream), n_per_house, m_per_family, config.max_questions)
+    keep = np.flatnonzero(np.asarray(houses.num_questions) > 0)
+    if keep.size == 0:
+        raise ValueError(f"no house of the {split} bank got a question")
+    bank = jax.tree_util.tree_map(lambda x: x[keep], houses)
+    return bank, dict(report, generated=num, kept_houses=int(keep.size))
+
+
+#: bump when generation or question filtering changes what a bank holds
+BANK_VERSION = 1
+
+
+def cache_dir() -> pathlib.Path:
+    """Returns the directory of the on-disk bank cache (``$JAXSOC_CACHE/excalibur``, default ``~/.cache/jaxsoc``)."""
+    root = os.environ.get("JAXSOC_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "jaxsoc")
+    return pathlib.Path(root) / "excalibur"
+
+
+def _save(path: pathlib.Path, bank: S.House) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {f.name: np.asarray(getattr(bank, f.name)) for f in dataclasses.fields(bank)}
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npz", delete=False) as tmp:
+        np.savez(tmp, **arrays)
+    os.replace(tmp.name, path)  # atomic: parallel test workers may build the same bank
+
+
+def _load(path: pathlib.Path) -> S.House | None:
+    try:
+        with np.load(path) as data:
+            return S.House(**{f.name: jax.numpy.asarray(data[f.name]) for f in dataclasses.fields(S.House)})
+    except (OSError, KeyError, ValueError):
+        return None  # absent or unreadable (a stale layout): rebuild
+
+
+@functools.lru_cache(maxsize=16)
+def cached_bank(split: str = "train", seed: int = 0, config: H.HouseConfig = DEFAULT_CONFIG) -> S.House:
+    """Returns ``make_bank(split, seed, config)``'s bank: from memory, else from the disk cache, else built (and
+    saved)."""
+    tag = hashlib.sha1(repr((BANK_VERSION, split, seed, config, N_PER_HOUSE, M_PER_FAMILY)).encode()).hexdigest()
+    path = cache_dir() / f"bank-{split}-{seed}-{tag[:16]}.npz"
+    bank = _load(path)
+    if bank is None:
+        bank = make_bank(split, seed, config)[0]
+        with contextlib.suppress(OSError):  # a read-only home: keep the bank in memory only
+            _save(path, bank)
+    return bank
