@@ -80,6 +80,8 @@ def cmd_train(args) -> int:
     base = dict(env_id=args.env, preset=args.preset)
     if args.env.startswith("CHAIC-"):  # CHAIC's observations need their own network (networks.chaic)
         base["network"] = "chaic"
+    if args.env.startswith("EXCALIBUR-"):  # as do EXCALIBUR's (networks.excalibur)
+        base["network"] = "excalibur"
     if args.num_envs is not None:
         base["num_envs"] = args.num_envs
     if args.frames is not None:
