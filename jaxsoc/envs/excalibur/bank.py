@@ -33,6 +33,9 @@ BANK_SIZES = {"train": 512, "test": 128}
 #: values could not be found
 N_PER_HOUSE = 8
 M_PER_FAMILY = 24
+#: a kept question must be valid in at least this many of the bank's houses: a question valid in two houses with two
+#: answers already has 1 bit of entropy, so rare questions would crowd out the informative ones
+MIN_VALID = 8
 
 
 def make_bank(
@@ -53,7 +56,8 @@ def make_bank(
         raise ValueError(f"num_houses must be >= 1, got {num}")
     stream = SPLIT_SEEDS[split] + seed
     houses = H.generate_batch(jax.random.key(stream), config, num)
-    houses, report = Q.attach(houses, np.random.default_rng(stream), n_per_house, m_per_family, config.max_questions)
+    rng = np.random.default_rng(stream)
+    houses, report = Q.attach(houses, rng, n_per_house, m_per_family, config.max_questions, min_valid=MIN_VALID)
     keep = np.flatnonzero(np.asarray(houses.num_questions) > 0)
     if keep.size == 0:
         raise ValueError(f"no house of the {split} bank got a question")
@@ -62,7 +66,7 @@ def make_bank(
 
 
 #: bump when generation or question filtering changes what a bank holds
-BANK_VERSION = 1
+BANK_VERSION = 2
 
 
 def cache_dir() -> pathlib.Path:
@@ -91,7 +95,7 @@ def _load(path: pathlib.Path) -> S.House | None:
 def cached_bank(split: str = "train", seed: int = 0, config: H.HouseConfig = DEFAULT_CONFIG) -> S.House:
     """Returns ``make_bank(split, seed, config)``'s bank: from memory, else from the disk cache, else built (and
     saved)."""
-    tag = hashlib.sha1(repr((BANK_VERSION, split, seed, config, N_PER_HOUSE, M_PER_FAMILY)).encode()).hexdigest()
+    tag = hashlib.sha1(repr((BANK_VERSION, split, seed, config, N_PER_HOUSE, M_PER_FAMILY, MIN_VALID)).encode()).hexdigest()
     path = cache_dir() / f"bank-{split}-{seed}-{tag[:16]}.npz"
     bank = _load(path)
     if bank is None:

@@ -5,6 +5,7 @@ with pointer actions (``chaic``), and PyTorch-parity layers."""
 from jaxsoc.learners.networks import registry
 from jaxsoc.learners.networks.babyai import PRESETS, ACModel, ModelConfig, preset
 from jaxsoc.learners.networks.chaic import ChaicConfig, ChaicPolicy
+from jaxsoc.learners.networks.excalibur import ExcaliburConfig, ExcaliburPolicy  # noqa: F401 (registers "excalibur")
 from jaxsoc.learners.networks.grid import GridConfig, GridPolicy
 
 __all__ = [

@@ -1,0 +1,320 @@
+"""The EXCALIBUR baseline's policy (supplementary §G, Eq. 6-8) with symbolic encoders in place of CLIP and T5.
+
+The paper's belief is ``h_t = GRU(h_{t-1}, f_obs([MLP1(CLIP(o_t)); MLP2(ActEmb(a_{t-1})); MLP3(T5enc(q))]))`` with
+3-layer MLPs ``f_obs`` and ``MLP1..3``, a policy ``softmax(f_action(h_t))`` (``f_action`` a 3-layer MLP), and a
+frozen T5 answerer prompted from ``h_t``. Here the answerer is a classifier over ``catalogue.ANSWERS``, and every
+part of one discrete action space (``state.NUM_ACTIONS = 7 + NUM_ANSWERS``) comes out of one softmax.
+
+It reads an EXCALIBUR observation (``B`` worlds, ``N`` object slots, ``Q`` question rows, a ``V x V`` view; the
+network works for any ``N``, ``Q`` and ``V``). The type, colour and material embeddings are shared by the view,
+the objects and the questions, so a question's "red apple" and a seen red apple start from the same vectors. The
+module imports only numpy constants of ``catalogue`` and ``state``, so importing the learners starts no jax backend.
+
+- **the observation** (``MLP1``): the view's four channels (cell kind, 1 + type, 1 + colour, state) embedded and
+  concatenated per cell, a 3x3 convolution, flattened; the object set: each visible slot a token (type, first and
+  second colour, the sum of its material embeddings, the type of its parent slot; cells ahead / V, cells right /
+  V, the sorted dimensions, log1p of the mass, the link one-hot, open, held) through two ReLU layers, pooled with a
+  masked mean and max over the visible slots (so the code does not depend on the order of the slots); the held
+  object's token; direction and phase one-hots and the phase step (``/ 2500`` and ``log1p``).
+- **the previous action** (``MLP2``): an embedding of ``last_action`` (``A + 1`` entries: ``A`` is "none").
+- **the questions** (``MLP3``): each row a token (the family, relation and per-object colour / material / type
+  embeddings, concatenated so that the roles of objects 1-3 stay apart) through two ReLU layers, pooled with a
+  masked mean and max over the rows with ``FAMILY > 0``: zeros in phase I, when there are none.
+- ``f_obs`` over the three codes, then a GRU (``layers.GRUCell``): the belief ``h``.
+- **the actor**: a 3-layer MLP from ``h`` scores the 7 move / interact / stop actions; the answer head, a 3-layer
+  MLP over ``[h; the token of obs["question"]]`` (the question being answered), scores the ``NUM_ANSWERS``
+  answers, which are the logits of actions ``7..``. With ``mask_actions`` the actions ``obs["action_mask"]`` marks
+  invalid get ``-1e9`` before the softmax (probability exactly 0 in float32); a row with no valid action is left
+  unmasked.
+- **the critic**: a 2-layer MLP on ``[h; phase one-hot]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jaxsoc.envs.excalibur import catalogue as K
+from jaxsoc.envs.excalibur import state as S
+from jaxsoc.learners.networks import registry
+from jaxsoc.learners.networks.layers import Conv, GRUCell
+
+MASKED_LOGIT = -1e9
+NUM_MOVES = S.ANSWER  # the actions before the answers: left, right, forward, pickup, drop, toggle, stop
+OBJECT_COLUMNS = 13
+SIZE_COLUMNS = 4
+IMAGE_CHANNELS = 4
+NUM_CELL_KINDS = 3  # unseen, floor, wall
+NUM_CELL_STATES = 4  # plain, closed openable, open openable, holds visible items
+NUM_LINKS = 3  # floor, on, in
+MAX_PHASE_STEP = 2500.0
+# object columns
+VISIBLE, TYPE, COLOR1, COLOR2, MATERIAL1, MATERIAL2, MATERIAL3, AHEAD, RIGHT, PARENT, LINK, OPEN, HELD = range(13)
+#: the observation keys the network reads
+KEYS = (
+    "image", "direction", "objects", "object_sizes", "held", "phase", "phase_step", "last_action", "questions",
+    "question", "action_mask",
+)  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class ExcaliburConfig:
+    """Hyper-parameters of ``ExcaliburPolicy``.
+
+    Attributes:
+        embed: width of every embedding (types, colours, materials, cell kinds and states, families, relations,
+            actions); the view's convolution has ``2 * embed`` channels.
+        hidden: width of the token layers and of every MLP (``MLP1..3``, ``f_obs``, the heads).
+        memory_dim: GRU size (the belief ``h``).
+        mask_actions: invalid actions (``obs["action_mask"]``) get probability 0.
+        num_actions: actor outputs (``state.NUM_ACTIONS``).
+    """
+
+    embed: int = 16
+    hidden: int = 128
+    memory_dim: int = 128
+    mask_actions: bool = True
+    num_actions: int = S.NUM_ACTIONS
+
+    def __post_init__(self) -> None:
+        for name in ("embed", "hidden", "memory_dim"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"ExcaliburConfig.{name} must be a positive int, got {value!r}")
+        if self.num_actions != S.NUM_ACTIONS:
+            raise ValueError(
+                f"ExcaliburConfig.num_actions must be EXCALIBUR's {S.NUM_ACTIONS} (7 + {K.NUM_ANSWERS} answers), "
+                f"got {self.num_actions}"
+            )
+
+
+PRESETS = {
+    "small": ExcaliburConfig(),
+    "tiny": ExcaliburConfig(embed=8, hidden=32, memory_dim=32),
+}
+
+
+def _one_hot(x: jax.Array, n: int) -> jax.Array:
+    return jax.nn.one_hot(jnp.clip(x.astype(jnp.int32), 0, n - 1), n)
+
+
+def _ids(x: jax.Array, n: int) -> jax.Array:
+    """Returns ``x`` as int32 ids clipped to ``0..n-1`` (an out-of-range id would read NaNs from ``nn.Embed``)."""
+    return jnp.clip(x.astype(jnp.int32), 0, n - 1)
+
+
+def _masked_pool(tokens: jax.Array, mask: jax.Array) -> jax.Array:
+    """Returns ``float32[B, 2 D]``: the mean and the max of ``tokens [B, N, D]`` over the slots ``mask [B, N]``
+    (zeros where no slot is set)."""
+    m = mask[..., None].astype(tokens.dtype)
+    count = m.sum(-2)
+    mean = (tokens * m).sum(-2) / jnp.maximum(count, 1.0)
+    peak = jnp.where(m > 0, tokens, -jnp.inf).max(-2)
+    return jnp.concatenate([mean, jnp.where(count > 0, peak, 0.0)], -1)
+
+
+class MLP(nn.Module):
+    """``len(features)`` Dense layers with ReLU between them (and after the last unless ``out_relu`` is False).
+
+    Attributes:
+        features: the widths of the layers, last one the output.
+        out_relu: apply a ReLU to the output.
+    """
+
+    features: tuple[int, ...]
+    out_relu: bool = True
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """Returns ``float32[..., features[-1]]``."""
+        for i, width in enumerate(self.features):
+            x = nn.Dense(width, name=f"dense_{i}")(x)
+            if i < len(self.features) - 1 or self.out_relu:
+                x = nn.relu(x)
+        return x
+
+
+class ExcaliburPolicy(nn.Module):
+    """The GRU belief, actor-answerer and critic of the module docstring; ``config`` an ``ExcaliburConfig``."""
+
+    config: ExcaliburConfig
+
+    def setup(self) -> None:
+        c = self.config
+        h = c.hidden
+        self.types = nn.Embed(K.NUM_TYPES + 1, c.embed)
+        self.colors = nn.Embed(K.NUM_COLORS + 1, c.embed)
+        self.materials = nn.Embed(K.NUM_MATERIALS + 1, c.embed)
+        self.cell_kinds = nn.Embed(NUM_CELL_KINDS, c.embed)
+        self.cell_states = nn.Embed(NUM_CELL_STATES, c.embed)
+        self.families = nn.Embed(S.NUM_FAMILIES + 1, c.embed)
+        self.relations = nn.Embed(K.NUM_RELATIONS + 1, c.embed)
+        self.actions = nn.Embed(c.num_actions + 1, c.embed)
+        self.view = Conv(2 * c.embed, 3, 1)
+        self.object_token = MLP((h, h))
+        self.question_token = MLP((h, h))
+        self.mlp1 = MLP((h, h, h))
+        self.mlp2 = MLP((h, h, h))
+        self.mlp3 = MLP((h, h, h))
+        self.f_obs = MLP((h, h, h))
+        self.gru = GRUCell(c.memory_dim)
+        self.f_action = MLP((h, h, NUM_MOVES), out_relu=False)
+        self.f_answer = MLP((h, h, K.NUM_ANSWERS), out_relu=False)
+        self.critic = MLP((h, 1), out_relu=False)
+
+    def initial_memory(self, batch: int) -> dict[str, jax.Array]:
+        """Returns ``{"h": float32[batch, memory_dim]}`` of zeros."""
+        return {"h": jnp.zeros((batch, self.config.memory_dim), jnp.float32)}
+
+    def encode_context(self, obs: dict) -> tuple:
+        """Returns ``()``: the questions change within an episode (none in phase I), so they are read per step."""
+        return ()
+
+    def image_code(self, image: jax.Array) -> jax.Array:
+        """Returns ``float32[B, V * V * 2 embed]``: the view's embedded channels through a 3x3 convolution."""
+        x = jnp.concatenate(
+            [
+                self.cell_kinds(_ids(image[..., 0], NUM_CELL_KINDS)),
+                self.types(_ids(image[..., 1], K.NUM_TYPES + 1)),
+                self.colors(_ids(image[..., 2], K.NUM_COLORS + 1)),
+                self.cell_states(_ids(image[..., 3], NUM_CELL_STATES)),
+            ],
+            -1,
+        )
+        x = nn.relu(self.view(x))
+        return x.reshape(x.shape[0], -1)
+
+    def object_tokens(self, objects: jax.Array, sizes: jax.Array, view: int) -> jax.Array:
+        """Returns ``float32[B, N, hidden]``: each object slot embedded alone (``objects int[B, N, 13]``, ``sizes
+        float32[B, N, 4]``, ``view`` the view size V); a slot's parent enters through its type only, so the tokens
+        are permuted with the slots."""
+        types = _ids(objects[..., TYPE], K.NUM_TYPES + 1)
+        parent = objects[..., PARENT].astype(jnp.int32)
+        parent_slot = jnp.clip(parent - 1, 0, objects.shape[-2] - 1)
+        parent_type = jnp.where(parent > 0, jnp.take_along_axis(types, parent_slot, -1), 0)
+        materials = self.materials(_ids(objects[..., MATERIAL1 : MATERIAL3 + 1], K.NUM_MATERIALS + 1)).sum(-2)
+        sizes = sizes.astype(jnp.float32)
+        features = jnp.concatenate(
+            [
+                self.types(types),
+                self.colors(_ids(objects[..., COLOR1], K.NUM_COLORS + 1)),
+                self.colors(_ids(objects[..., COLOR2], K.NUM_COLORS + 1)),
+                materials,
+                self.types(parent_type),
+                objects[..., AHEAD : RIGHT + 1].astype(jnp.float32) / view,
+                sizes[..., :3],
+                jnp.log1p(jnp.maximum(sizes[..., 3:], 0.0)),
+                _one_hot(objects[..., LINK], NUM_LINKS),
+                objects[..., OPEN : HELD + 1].astype(jnp.float32),
+            ],
+            -1,
+        )
+        return self.object_token(features)
+
+    def question_tokens(self, questions: jax.Array) -> jax.Array:
+        """Returns ``float32[..., hidden]``: each question row (``int[..., 11]``, ``state``'s columns) embedded
+        alone: the family, the relation and the colour / material / type of objects 1-3, concatenated."""
+        q = questions
+        parts = [
+            self.families(_ids(q[..., S.FAMILY], S.NUM_FAMILIES + 1)),
+            self.relations(_ids(q[..., S.REL], K.NUM_RELATIONS + 1)),
+        ]
+        for c, m, s in ((S.C1, S.M1, S.S1), (S.C2, S.M2, S.S2), (S.C3, S.M3, S.S3)):
+            parts.append(self.colors(_ids(q[..., c], K.NUM_COLORS + 1)))
+            parts.append(self.materials(_ids(q[..., m], K.NUM_MATERIALS + 1)))
+            parts.append(self.types(_ids(q[..., s], K.NUM_TYPES + 1)))
+        return self.question_token(jnp.concatenate(parts, -1))
+
+    def observation_code(self, obs: dict) -> jax.Array:
+        """Returns ``float32[B, hidden]``: ``MLP1`` of the view, the pooled objects, the held object's token and
+        the direction, phase and phase step."""
+        objects = obs["objects"]
+        batch, slots = objects.shape[:2]
+        tokens = self.object_tokens(objects, obs["object_sizes"], obs["image"].shape[-3])
+        visible = objects[..., VISIBLE] > 0
+        held = obs["held"].astype(jnp.int32).reshape(batch)
+        held_slot = jnp.clip(held - 1, 0, slots - 1)
+        held_token = jnp.take_along_axis(tokens, held_slot[:, None, None], 1)[:, 0]
+        held_token = jnp.where((held > 0)[:, None], held_token, 0.0)
+        step = jnp.maximum(obs["phase_step"].astype(jnp.float32).reshape(batch, 1), 0.0)
+        parts = [
+            self.image_code(obs["image"]),
+            _masked_pool(tokens, visible),
+            held_token,
+            _one_hot(obs["direction"].reshape(batch), 4),
+            _one_hot(obs["phase"].reshape(batch), 4),
+            jnp.minimum(step, MAX_PHASE_STEP) / MAX_PHASE_STEP,
+            jnp.log1p(step) / math.log1p(MAX_PHASE_STEP),
+        ]
+        return self.mlp1(jnp.concatenate(parts, -1))
+
+    def questions_code(self, questions: jax.Array) -> jax.Array:
+        """Returns ``float32[B, hidden]``: ``MLP3`` of the question rows with ``FAMILY > 0`` (``int[B, Q, 11]``)
+        pooled with a masked mean and max (zeros pooled when there are none)."""
+        tokens = self.question_tokens(questions)
+        return self.mlp3(_masked_pool(tokens, questions[..., S.FAMILY] > 0))
+
+    def step(self, obs: dict, context: tuple, memory: dict, train: bool = False):
+        """Returns ``(log_probs float32[B, NUM_ACTIONS], value float32[B], memory {"h": float32[B, memory_dim]})``."""
+        c = self.config
+        batch = obs["objects"].shape[0]
+        last = self.actions(_ids(obs["last_action"].reshape(batch), c.num_actions + 1))
+        x = jnp.concatenate([self.observation_code(obs), self.mlp2(last), self.questions_code(obs["questions"])], -1)
+        h, _ = self.gru(memory["h"], self.f_obs(x))
+        question = self.question_tokens(obs["question"].reshape(batch, -1))
+        logits = jnp.concatenate([self.f_action(h), self.f_answer(jnp.concatenate([h, question], -1))], -1)
+        if c.mask_actions:
+            valid = obs["action_mask"].astype(bool)
+            valid = valid | ~valid.any(-1, keepdims=True)
+            logits = jnp.where(valid, logits, MASKED_LOGIT)
+        value = self.critic(jnp.concatenate([h, _one_hot(obs["phase"].reshape(batch), 4)], -1))[:, 0]
+        return jax.nn.log_softmax(logits), value, {"h": h}
+
+    def __call__(self, obs: dict, memory: dict, train: bool = False):
+        """Returns ``step(obs, (), memory, train)``."""
+        return self.step(obs, self.encode_context(obs), memory, train)
+
+
+def _shape(space, key: str) -> tuple[int, ...]:
+    return tuple(getattr(space.spaces[key], "shape", ()) or ())
+
+
+def check(config: ExcaliburConfig, space) -> None:
+    """Raises ``ValueError`` when the observation space is not an EXCALIBUR observation fitting ``config``: a
+    missing key, object / size / question rows of the wrong width, object and size tables of different lengths,
+    a view that is not ``[V, V, 4]``, or an action mask whose length is not ``config.num_actions``."""
+    keys = set(getattr(space, "spaces", {}) or {})
+    missing = sorted(set(KEYS) - keys)
+    if missing:
+        raise ValueError(
+            f"the excalibur network needs an EXCALIBUR observation (keys {sorted(KEYS)}); missing {missing}"
+        )
+    objects, sizes = _shape(space, "objects"), _shape(space, "object_sizes")
+    if len(objects) != 2 or objects[1] != OBJECT_COLUMNS:
+        raise ValueError(f"the excalibur network needs obs['objects'] of shape (N, {OBJECT_COLUMNS}), got {objects}")
+    if sizes != (objects[0], SIZE_COLUMNS):
+        raise ValueError(
+            f"the excalibur network needs obs['object_sizes'] of shape ({objects[0]}, {SIZE_COLUMNS}) "
+            f"(one row per object slot), got {sizes}"
+        )
+    questions, question = _shape(space, "questions"), _shape(space, "question")
+    if len(questions) != 2 or questions[1] != S.QUESTION_SLOTS or question != (S.QUESTION_SLOTS,):
+        raise ValueError(
+            f"the excalibur network needs obs['questions'] of shape (Q, {S.QUESTION_SLOTS}) and obs['question'] of "
+            f"shape ({S.QUESTION_SLOTS},), got {questions} and {question}"
+        )
+    image = _shape(space, "image")
+    if len(image) != 3 or image[0] != image[1] or image[2] != IMAGE_CHANNELS:
+        raise ValueError(f"the excalibur network needs obs['image'] of shape (V, V, {IMAGE_CHANNELS}), got {image}")
+    mask = _shape(space, "action_mask")
+    if mask != (config.num_actions,):
+        raise ValueError(
+            f"the excalibur network has num_actions={config.num_actions} but obs['action_mask'] has shape {mask}"
+        )
+
+
+registry.register("excalibur", registry.NetworkSpec(ExcaliburPolicy, ExcaliburConfig, PRESETS, check=check))
