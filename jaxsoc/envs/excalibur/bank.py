@@ -95,7 +95,8 @@ def _load(path: pathlib.Path) -> S.House | None:
 def cached_bank(split: str = "train", seed: int = 0, config: H.HouseConfig = DEFAULT_CONFIG) -> S.House:
     """Returns ``make_bank(split, seed, config)``'s bank: from memory, else from the disk cache, else built (and
     saved)."""
-    tag = hashlib.sha1(repr((BANK_VERSION, split, seed, config, N_PER_HOUSE, M_PER_FAMILY, MIN_VALID)).encode()).hexdigest()
+    settings = (BANK_VERSION, split, seed, config, N_PER_HOUSE, M_PER_FAMILY, MIN_VALID)
+    tag = hashlib.sha1(repr(settings).encode()).hexdigest()
     path = cache_dir() / f"bank-{split}-{seed}-{tag[:16]}.npz"
     bank = _load(path)
     if bank is None:
