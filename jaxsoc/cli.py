@@ -280,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     from jaxsoc.envs.chaic.commands import add_parser as add_chaic_parser
 
     add_chaic_parser(sub)
+    from jaxsoc.envs.excalibur.commands import add_parser as add_excalibur_parser
+
+    add_excalibur_parser(sub)
     return parser
 
 

@@ -1,0 +1,227 @@
+"""``jaxsoc excalibur <verb>``: ``bank`` (build a bank of houses and show its question filtering and questions),
+``eval`` (the behaviour table of the supplementary's Table 7 and the accuracies for the scripted explorers and
+learned agents, with the exploration score's constant fitted on the oracle explorer) and ``render`` (a GIF of one
+episode).
+
+``jaxsoc excalibur eval --agent oracle random ppo=runs/excalibur_QA`` evaluates a PPO run of ``jaxsoc train ppo
+--env EXCALIBUR-QA-v0`` beside the scripted explorers; a learned agent is labelled by its run's env id unless
+written ``LABEL:ppo=RUN``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from jaxsoc.core.commands import clear_errors
+
+SCRIPTED = ("oracle", "random")
+
+
+def parse_agents(items: list[str]) -> dict[str, tuple[str, str | None]]:
+    """Returns ``{label: (kind, run or None)}`` for ``--agent`` items: ``oracle``, ``random``, ``ppo=RUN`` or
+    ``LABEL:ppo=RUN``. Raises ``ValueError`` for an unknown agent, a ``ppo`` without its run or a label given
+    twice."""
+    out: dict[str, tuple[str, str | None]] = {}
+    for item in items:
+        label, _, spec = item.rpartition(":") if ":" in item.split("=")[0] else ("", "", item)
+        kind, sep, run = spec.partition("=")
+        if kind in SCRIPTED and not sep:
+            label = label or kind
+            entry = (kind, None)
+        elif kind == "ppo" and sep and run:
+            label = label or _run_env(run)
+            entry = ("ppo", run)
+        else:
+            raise ValueError(f"unknown agent {item!r}; choose from {list(SCRIPTED)} or ppo=RUN (LABEL:ppo=RUN)")
+        if label in out:
+            raise ValueError(f"agent {label!r} given twice (label learned agents: LABEL:ppo=RUN)")
+        out[label] = entry
+    return out
+
+
+def _run_env(run: str) -> str:
+    from jaxsoc.learners.checkpoint import read_meta
+
+    return str(read_meta(Path(run) / "checkpoints").get("env_id", run))
+
+
+def _params(args):
+    from jaxsoc.envs.excalibur import bank
+    from jaxsoc.envs.excalibur.env import ExcaliburEnv, ExcaliburParams, check_params
+
+    params = ExcaliburParams(
+        houses=bank.cached_bank(args.split, args.bank_seed),
+        explore_budget=args.explore_budget,
+        reenter_budget=args.reenter_budget,
+    )
+    check_params(params)
+    return ExcaliburEnv("answers"), params
+
+
+def evaluate_agents(agents: dict[str, tuple[str, str | None]], args) -> dict[str, dict[str, float]]:
+    """Returns ``{label: play.evaluate summary}`` for each agent on the ``args`` bank and budgets."""
+    from jaxsoc.envs.excalibur import agents as A
+    from jaxsoc.envs.excalibur import play
+
+    env, params = _params(args)
+    results = {}
+    for label, (kind, run) in agents.items():
+        start = time.perf_counter()
+        key = jax.random.key(args.seed)
+        if run is None:
+            summary = play.evaluate(env, params, A.make_agent(kind), key, args.episodes)
+        else:
+            from jaxsoc.learners.policy import load_policy
+
+            _, _, model, variables = load_policy(run)
+            summary = play.evaluate_policy(env, params, model, variables, key, args.episodes, greedy=not args.sample)
+        results[label] = dict(summary, seconds=time.perf_counter() - start)
+        print(
+            f"{label}: phase II {summary['accuracy_first']:.3f}, phase IV {summary['accuracy_again']:.3f}", flush=True
+        )
+    return results
+
+
+#: the stand-in for the paper's human players when fitting ExQA's constant: the oracle explorer stopped after these
+#: fractions of the phase I budget (players who stop earlier know less), an equal share of episodes each
+REFERENCE_FRACTIONS = (0.02, 0.04, 0.08, 0.16, 1.0)
+
+
+def fit_exqa_constant(args) -> float:
+    """Returns ``k*`` of ``metrics.fit_k`` (the supplementary's Eq. 5) on a reference population standing in for
+    the human players: the oracle explorer with its phase I budget cut to each of ``REFERENCE_FRACTIONS``
+    (``args.episodes`` episodes in all, phase IV accuracy against the steps of phases I and III)."""
+    from jaxsoc.envs.excalibur import agents as A
+    from jaxsoc.envs.excalibur import metrics as M
+    from jaxsoc.envs.excalibur import play
+
+    env, params = _params(args)
+    accuracy, steps = [], []
+    per = max(args.episodes // len(REFERENCE_FRACTIONS), 2)
+    longest = play.max_steps(params)
+    for fraction in REFERENCE_FRACTIONS:
+        cut = params.replace(explore_budget=max(int(fraction * args.explore_budget), 1))
+        # every cut runs the full budget's static number of steps: one compilation for all of them
+        states = play._rollout(
+            env, cut, A.make_agent("oracle"), jax.random.key(args.seed), num_episodes=per, num_steps=longest
+        )
+        rows = play.episode_metrics(states)
+        accuracy.append(rows["accuracy_again"])
+        steps.append(rows["explore_steps"] + rows["reenter_steps"])
+    return M.fit_k(np.concatenate(accuracy), np.concatenate(steps))
+
+
+def cmd_eval(args) -> int:
+    from jaxsoc.envs.excalibur import metrics as M
+    from jaxsoc.envs.excalibur import play
+
+    agents = parse_agents(args.agent)
+    results = evaluate_agents(agents, args)
+    k = fit_exqa_constant(args)
+    for summary in results.values():
+        steps = summary["explore_steps"] + summary["reenter_steps"]
+        summary["exqa_again"] = float(M.exqa(summary["accuracy_again"], steps, k))
+    table = play.behaviour_table(results)
+    text = (
+        f"EXCALIBUR, {args.episodes} episodes of the {args.split} bank, budgets {args.explore_budget} (I) and "
+        f"{args.reenter_budget} (III) steps; ExQA = accuracy IV - steps / k with k = {k:.4g} fitted on the oracle "
+        f"explorer stopped early and late (Eq. 5, commands.REFERENCE_FRACTIONS):\n\n{table}\n\n"
+        + "\n".join(f"- {label}: ExQA {s['exqa_again']:.3f}" for label, s in results.items())
+    )
+    print(text)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        settings = {k_: getattr(args, k_) for k_ in ("split", "bank_seed", "episodes", "seed", "sample")}
+        settings.update(explore_budget=args.explore_budget, reenter_budget=args.reenter_budget, k=k)
+        blob = {"settings": settings, "agents": {lab: list(spec) for lab, spec in agents.items()}, "results": results}
+        (out / "excalibur_eval.json").write_text(json.dumps(blob, indent=1))
+        (out / "excalibur_eval.md").write_text(text + "\n")
+        print(f"wrote {out / 'excalibur_eval.md'}")
+    return 0
+
+
+def cmd_bank(args) -> int:
+    from jaxsoc.envs.excalibur import bank
+    from jaxsoc.envs.excalibur import questions as Q
+
+    houses, report = bank.make_bank(args.split, args.bank_seed, num_houses=args.houses)
+    print(json.dumps({k: v for k, v in report.items()}, indent=1, default=str))
+    for h in range(min(args.show, houses.walls.shape[0])):
+        print(f"\nhouse {h}: {int(houses.valid[h].sum())} objects, {int(houses.num_questions[h])} questions")
+        for q in range(int(houses.num_questions[h])):
+            row = np.asarray(houses.questions[h, q])
+            print(f"  {Q.question_text(row)} -> {Q.answer_text(int(houses.answers[h, q]))}")
+    return 0
+
+
+def cmd_render(args) -> int:
+    import imageio.v2 as imageio
+
+    from jaxsoc.envs.excalibur import agents as A
+    from jaxsoc.envs.excalibur import world as W
+    from jaxsoc.envs.excalibur.render import render
+
+    env, params = _params(args)
+    agent = A.make_agent(args.agent)
+    key = jax.random.key(args.seed)
+    _, state = env.reset_env(key, params)
+    memory = agent.init(key, state)
+    act = jax.jit(agent.act)
+    step = jax.jit(lambda s, a: W.step(s, a, params.explore_budget, params.reenter_budget, params.view_size))
+    draw = jax.jit(lambda s: render(s, args.tile))
+    frames = [np.asarray(draw(state))]
+    for t in range(args.steps):
+        action, memory = act(jax.random.fold_in(key, t), memory, state)
+        state, out = step(state, action)
+        if int(state.phase) in (0, 2):
+            frames.append(np.asarray(draw(state)))
+        if bool(out["done"]):
+            break
+    imageio.mimsave(args.out, frames, duration=1.0 / args.fps)
+    print(f"wrote {args.out}: {len(frames)} frames of the {args.agent} explorer")
+    return 0
+
+
+def _house_arguments(parser, episodes: bool = True) -> None:
+    parser.add_argument("--split", choices=["train", "test"], default="test")
+    parser.add_argument("--bank-seed", type=int, default=0)
+    parser.add_argument("--explore-budget", type=int, default=2500, help="phase I's steps (the human study's cap)")
+    parser.add_argument("--reenter-budget", type=int, default=500, help="phase III's steps")
+    parser.add_argument("--seed", type=int, default=0)
+    if episodes:
+        parser.add_argument("--episodes", type=int, default=128)
+
+
+def add_parser(sub) -> None:
+    """Adds ``jaxsoc excalibur bank|eval|render``."""
+    excalibur = sub.add_parser("excalibur", help="EXCALIBUR: explore a house, then answer questions about it")
+    verbs = excalibur.add_subparsers(dest="verb", required=True)
+
+    bank = verbs.add_parser("bank", help="build a bank of houses: the question filtering's report and questions")
+    bank.add_argument("--split", choices=["train", "test"], default="test")
+    bank.add_argument("--bank-seed", type=int, default=0)
+    bank.add_argument("--houses", type=int, help="houses generated (default the split's bank size)")
+    bank.add_argument("--show", type=int, default=2, help="houses whose questions are printed")
+    bank.set_defaults(func=clear_errors(cmd_bank))
+
+    evaluate_ = verbs.add_parser("eval", help="behaviour (Table 7), accuracies and ExQA of explorers and agents")
+    evaluate_.add_argument("--agent", nargs="+", default=list(SCRIPTED), help="oracle, random, ppo=RUN (LABEL:ppo=RUN)")
+    _house_arguments(evaluate_)
+    evaluate_.add_argument("--sample", action="store_true", help="learned agents sample (default: argmax)")
+    evaluate_.add_argument("--out", help="directory for excalibur_eval.{json,md}")
+    evaluate_.set_defaults(func=clear_errors(cmd_eval))
+
+    render = verbs.add_parser("render", help="a top-down GIF of a scripted explorer's phases I and III")
+    render.add_argument("--agent", choices=SCRIPTED, default="oracle")
+    _house_arguments(render, episodes=False)
+    render.add_argument("--steps", type=int, default=400, help="steps simulated at most")
+    render.add_argument("--tile", type=int, default=16)
+    render.add_argument("--fps", type=float, default=8)
+    render.add_argument("--out", default="excalibur.gif")
+    render.set_defaults(func=clear_errors(cmd_render))

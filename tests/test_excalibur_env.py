@@ -1,0 +1,183 @@
+"""EXCALIBUR as an environment: banks, the contract (observation space, rewards of each variant, auto-reset at the
+end of phase IV), the metrics and the Eq. 5 fit, the network on real observations, and the command line."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxsoc
+from jaxsoc.envs.excalibur import bank as B
+from jaxsoc.envs.excalibur import metrics as M
+from jaxsoc.envs.excalibur import state as S
+from jaxsoc.envs.excalibur.env import ExcaliburEnv, ExcaliburParams, check_params, knowledge_accuracy
+from jaxsoc.envs.excalibur.houses import HouseConfig
+
+SMALL = HouseConfig(num_rows=1, num_cols=2, max_objects=24, max_questions=6)
+
+
+@pytest.fixture(scope="module")
+def small_bank():
+    houses, report = B.make_bank("test", config=SMALL, num_houses=24, m_per_family=6)
+    return houses, report
+
+
+@pytest.fixture(scope="module")
+def env_params(small_bank):
+    params = ExcaliburParams(
+        houses=small_bank[0], explore_budget=12, reenter_budget=4, novelty_reward=1.0, qa_reward=1.0
+    ).replace(knowledge_reward=True)
+    return ExcaliburEnv("novelty_qa"), params
+
+
+def test_bank_holds_questions_with_their_true_answers(small_bank):
+    from jaxsoc.envs.excalibur import questions as Q
+
+    houses, report = small_bank
+    assert report["kept_houses"] == houses.walls.shape[0] and int(houses.num_questions.min()) >= 1
+    for h in range(4):
+        house = jax.tree_util.tree_map(lambda x, h=h: x[h], houses)
+        answers, valid = Q.answer_all(house, house.questions)
+        rows = np.arange(house.questions.shape[0]) < int(house.num_questions)
+        assert np.asarray(valid)[rows].all()
+        np.testing.assert_array_equal(np.asarray(answers)[rows], np.asarray(house.answers)[rows])
+        assert (np.asarray(house.answers)[~rows] == -1).all() and not np.asarray(house.questions)[~rows].any()
+
+
+def test_bank_is_deterministic_and_splits_differ(small_bank):
+    again, _ = B.make_bank("test", config=SMALL, num_houses=24, m_per_family=6)
+    for a, b in zip(jax.tree_util.tree_leaves(small_bank[0]), jax.tree_util.tree_leaves(again)):
+        np.testing.assert_array_equal(a, b)
+    train, _ = B.make_bank("train", config=SMALL, num_houses=24, m_per_family=6)
+    assert not np.array_equal(np.asarray(train.walls), np.asarray(small_bank[0].walls))
+    with pytest.raises(ValueError, match="unknown EXCALIBUR split"):
+        B.make_bank("validation")
+
+
+def test_disk_cache_round_trip(tmp_path, small_bank, monkeypatch):
+    path = tmp_path / "bank.npz"
+    B._save(path, small_bank[0])
+    loaded = B._load(path)
+    for a, b in zip(jax.tree_util.tree_leaves(small_bank[0]), jax.tree_util.tree_leaves(loaded)):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    path.write_bytes(b"not a bank")
+    assert B._load(path) is None, "a corrupt cache file is rebuilt, not trusted"
+
+
+def test_episode_through_the_contract(env_params):
+    env, params = env_params
+    obs, state = env.reset(jax.random.key(0), params)
+    space = env.observation_space(params)
+    assert space.contains(jax.device_get(obs))
+    step = jax.jit(env.step)
+    phases, rewards, answered = [], [], 0
+    for t in range(60):
+        mask = np.asarray(obs["action_mask"])
+        action = jnp.int32(np.flatnonzero(mask)[t % mask.sum()])
+        obs, state, reward, terminated, truncated, info = step(jax.random.key(t), state, action, params)
+        assert space.contains(jax.device_get(obs)) and not bool(truncated)
+        phases.append(int(info["phase"]))
+        rewards.append(float(reward))
+        answered += int(info["phase"]) in (S.ANSWER_FIRST, S.ANSWER_AGAIN)
+        if bool(terminated):
+            final = info["final_state"]
+            assert int(final.phase) == S.ANSWER_AGAIN and int(state.phase) == S.EXPLORE and int(state.step) == 0
+            assert bool(info["success"]) == (float(info["accuracy_again"]) >= 0.5)
+            break
+    else:
+        pytest.fail("the episode did not end within its budgets")
+    assert sorted(set(phases)) == [0, 1, 2, 3] and answered >= 2
+    assert max(rewards) > 0.0
+
+
+def test_knowledge_reward_is_the_change_of_knowledge_accuracy(env_params):
+    env, params = env_params
+    base = params.replace(qa_reward=0.0, novelty_reward=0.0, answer_reward=0.0, knowledge_reward=False)
+    obs, state = env.reset_env(jax.random.key(3), params)
+    step = jax.jit(env.step_env)
+    for t, action in enumerate([S.FORWARD, S.LEFT, S.FORWARD, S.PICKUP, S.TOGGLE]):
+        _, after, reward, *_ = step(jax.random.key(t), state, jnp.int32(action), params.replace(novelty_reward=0.0))
+        gain = float(knowledge_accuracy(after, jnp.int32(0)) - knowledge_accuracy(state, jnp.int32(0)))
+        assert float(reward) == pytest.approx(gain, abs=1e-6)
+        _, _, zero, *_ = step(jax.random.key(t), state, jnp.int32(action), base)
+        assert float(zero) == 0.0
+        state = after
+
+
+def test_clear_errors(env_params):
+    env, params = env_params
+    _, state = env.reset(jax.random.key(0), params)
+    with pytest.raises(ValueError, match="outside Discrete"):
+        env.step(jax.random.key(0), state, jnp.int32(S.NUM_ACTIONS), params)
+    with pytest.raises(ValueError, match="view_size"):
+        check_params(params.replace(view_size=4))
+    with pytest.raises(ValueError, match="explore_budget"):
+        check_params(params.replace(explore_budget=0))
+    with pytest.raises(ValueError, match="knowledge_reward"):
+        check_params(params.replace(knowledge_reward=False))
+    with pytest.raises(ValueError, match="bank of houses"):
+        check_params(params.replace(houses=jax.tree_util.tree_map(lambda x: x[0], params.houses)))
+    with pytest.raises(ValueError, match="reward variant"):
+        ExcaliburEnv("curiosity")
+    with pytest.raises(KeyError, match="EXCALIBUR-v0"):
+        jaxsoc.make("EXCALIBUR-V0")
+
+
+def test_fit_k_maximises_the_eq5_likelihood():
+    rng = np.random.default_rng(0)
+    steps = rng.uniform(50, 500, 200)
+    accuracy = np.clip(0.3 + steps / 700 + rng.normal(0, 0.05, 200), 0, 1)
+    k = M.fit_k(accuracy, steps)
+    grid = np.geomspace(10, 1e5, 2000)
+    best = grid[np.argmax([M.eq5_objective(g, accuracy, steps) for g in grid])]
+    assert k == pytest.approx(best, rel=0.01)
+    assert M.eq5_objective(k, accuracy, steps) >= max(M.eq5_objective(g, accuracy, steps) for g in grid) - 1e-9
+    assert M.fit_k(1.0 - accuracy, steps) == float("inf"), "longer exploration that does not help: plain accuracy"
+    np.testing.assert_array_equal(M.exqa(accuracy, steps, float("inf")), accuracy)
+    with pytest.raises(ValueError, match="two equal 1-D arrays"):
+        M.fit_k(accuracy[:1], steps[:1])
+
+
+def test_network_reads_real_observations(env_params):
+    from jaxsoc.learners.networks import registry
+
+    env, params = env_params
+    model = registry.build("excalibur", registry.network_config("excalibur", "tiny"), env.observation_space(params))
+    obs, _ = jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(jax.random.key(0), 3), params)
+    variables = model.init(jax.random.key(1), obs, model.initial_memory(3))
+    log_probs, value, _ = model.apply(variables, obs, model.initial_memory(3))
+    assert log_probs.shape == (3, S.NUM_ACTIONS) and value.shape == (3,)
+    probs = np.exp(np.asarray(log_probs))
+    assert probs[:, S.ANSWER :].max() == 0.0, "phase I: no answer action"
+
+
+def test_cli_bank_eval_render(tmp_path, capsys, monkeypatch):
+    from jaxsoc.cli import main
+    from jaxsoc.envs.excalibur import commands
+
+    assert main(["excalibur", "bank", "--split", "test", "--houses", "24", "--show", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "house 0:" in out and "->" in out
+    # eval and render on a small bank (the command's own bank is the full test split)
+    houses = B.make_bank("test", config=SMALL, num_houses=24, m_per_family=6)[0]
+    monkeypatch.setattr(B, "cached_bank", lambda split, seed=0: houses)
+    argv = ["--explore-budget", "30", "--reenter-budget", "5"]
+    assert (
+        main(["excalibur", "eval", "--agent", "oracle", "random", "--episodes", "6", *argv, "--out", str(tmp_path)])
+        == 0
+    )
+    blob = json.loads((tmp_path / "excalibur_eval.json").read_text())
+    oracle, random = blob["results"]["oracle"], blob["results"]["random"]
+    assert oracle["explore_seen"] > random["explore_seen"] and oracle["accuracy_again"] >= random["accuracy_again"]
+    assert "Human w/o replay (paper)" in (tmp_path / "excalibur_eval.md").read_text()
+    gif = tmp_path / "x.gif"
+    assert main(["excalibur", "render", "--steps", "20", *argv, "--out", str(gif)]) == 0 and gif.stat().st_size > 0
+    assert main(["excalibur", "eval", "--agent", "wizard", *argv]) == 2
+    assert "unknown agent" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="given twice"):
+        commands.parse_agents(["oracle", "oracle"])
