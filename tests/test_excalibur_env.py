@@ -149,8 +149,11 @@ def test_network_reads_real_observations(env_params):
     env, params = env_params
     model = registry.build("excalibur", registry.network_config("excalibur", "tiny"), env.observation_space(params))
     obs, _ = jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(jax.random.key(0), 3), params)
-    variables = model.init(jax.random.key(1), obs, model.initial_memory(3))
-    log_probs, value, _ = model.apply(variables, obs, model.initial_memory(3))
+    # random weights without compiling the initialisers (jit(model.init) costs seconds on a small CPU)
+    shapes = jax.eval_shape(model.init, jax.random.key(1), obs, model.initial_memory(3))
+    rng = np.random.default_rng(0)
+    variables = jax.tree_util.tree_map(lambda s: jnp.asarray(0.3 * rng.standard_normal(s.shape), s.dtype), shapes)
+    log_probs, value, _ = jax.jit(model.apply)(variables, obs, model.initial_memory(3))
     assert log_probs.shape == (3, S.NUM_ACTIONS) and value.shape == (3,)
     probs = np.exp(np.asarray(log_probs))
     assert probs[:, S.ANSWER :].max() == 0.0, "phase I: no answer action"
