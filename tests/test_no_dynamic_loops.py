@@ -262,3 +262,23 @@ def test_household_generator_steps_and_observations_have_no_dynamic_loop():
         ),
     ):
         assert not dynamic_whiles(closed), _describe(dynamic_whiles(closed))
+
+
+def test_excalibur_has_no_data_dependent_loops():
+    """EXCALIBUR's house generation, reset, step (with the knowledge reward) and the oracle explorer's act."""
+    from jaxsoc.envs.excalibur import houses
+    from jaxsoc.envs.excalibur.agents import OracleExplorer
+
+    env, params = jaxsoc.make("EXCALIBUR-NoveltyQA-v0")
+    key = jax.random.key(0)
+    _, state = env.reset_env(key, params)
+    oracle = OracleExplorer()
+    programs = {
+        "generate": jax.make_jaxpr(lambda k: houses.generate(k, houses.HouseConfig()))(key),
+        "reset": jax.make_jaxpr(env.reset_env)(key, params),
+        "step": jax.make_jaxpr(env._auto_reset_step)(key, state, jnp.int32(0), params),
+        "oracle": jax.make_jaxpr(oracle.act)(key, oracle.init(key, state), state),
+    }
+    for name, jaxpr in programs.items():
+        found = dynamic_whiles(jaxpr)
+        assert not found, f"EXCALIBUR {name} has data-dependent loops:\n{_describe(found)}"
