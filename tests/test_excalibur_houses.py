@@ -13,6 +13,7 @@ from jaxsoc.envs.excalibur import catalogue as K
 from jaxsoc.envs.excalibur import houses as H
 from jaxsoc.envs.excalibur import render as R
 from jaxsoc.envs.excalibur import state as S
+from jaxsoc.envs.excalibur import world as W
 from jaxsoc.envs.gridworld import placement as P
 
 BATCH = 64
@@ -337,37 +338,6 @@ def test_no_jax_arrays_at_module_level():
 # -- rendering -------------------------------------------------------------------------------------------------
 
 
-def initial_state(house: S.House) -> S.State:
-    """A fresh episode state for ``house`` (this test's stand-in for the env's own)."""
-    n, q = house.valid.shape[0], house.answers.shape[0]
-    hh, ww = house.walls.shape
-    tracks = S.Tracks(
-        visited=jnp.zeros((2, hh, ww), bool),
-        seen=jnp.zeros((2, n), bool),
-        lifted=jnp.zeros((2, n), bool),
-        touched=jnp.zeros((2, n), bool),
-        steps=jnp.zeros(2, jnp.int32),
-        first_touch=jnp.full(2, -1, jnp.int32),
-    )
-    return S.State(
-        house=house,
-        agent_pos=house.spawn_pos,
-        agent_dir=house.spawn_dir,
-        held=jnp.int32(-1),
-        cell=house.cell,
-        parent=house.parent,
-        link=house.link,
-        order=house.order,
-        is_open=jnp.zeros(n, bool),
-        next_order=jnp.int32(n),
-        phase=jnp.int32(S.EXPLORE),
-        phase_step=jnp.int32(0),
-        step=jnp.int32(0),
-        tracks=tracks,
-        given=jnp.full((2, q), -1, jnp.int16),
-    )
-
-
 TILE = 16
 
 
@@ -392,7 +362,7 @@ def test_render(batches):
         and any(K.IS_SURFACE[kind[b, max(p, 0)]] and K.IS_FURNITURE[kind[b, max(p, 0)]] and p >= 0 for p in parent[b])
     )
     house = jax.tree.map(jnp.asarray, index(houses, b))
-    state = initial_state(house)
+    state = W.initial_state(house)
     img = np.asarray(R.render(state, TILE))
     assert img.shape == (13 * TILE, 13 * TILE, 3) and img.dtype == np.uint8
     np.testing.assert_array_equal(img, np.asarray(R.render_house(house, TILE)))

@@ -37,7 +37,7 @@ from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic.raycast import NUM_SEMANTIC
 from jaxsoc.learners.networks import registry
-from jaxsoc.learners.networks.layers import GRUCell
+from jaxsoc.learners.networks.layers import GRUCell, masked_pool
 
 MASKED_LOGIT = -1e9
 NUM_GLOBAL_ACTIONS = S.PICK  # the actions before ``PICK``: move, turn left/right, wait, put in, put on, message
@@ -80,16 +80,6 @@ PRESETS = {"small": ChaicConfig(), "tiny": ChaicConfig(embed=8, hidden=32, memor
 
 def _one_hot(x: jax.Array, n: int) -> jax.Array:
     return jax.nn.one_hot(x.astype(jnp.int32), n)
-
-
-def _masked_pool(tokens: jax.Array, mask: jax.Array) -> jax.Array:
-    """Returns ``float32[B, 2 D]``: the mean and the max of ``tokens [B, N, D]`` over the slots ``mask [B, N]``
-    (zeros where no slot is set)."""
-    m = mask[..., None].astype(tokens.dtype)
-    count = m.sum(-2)
-    mean = (tokens * m).sum(-2) / jnp.maximum(count, 1.0)
-    peak = jnp.where(m > 0, tokens, -jnp.inf).max(-2)
-    return jnp.concatenate([mean, jnp.where(count > 0, peak, 0.0)], -1)
 
 
 class ChaicPolicy(nn.Module):
@@ -184,7 +174,7 @@ class ChaicPolicy(nn.Module):
         c = self.config
         tokens = self.tokens(obs["objects"])
         visible = obs["objects"]["visible"].astype(bool)
-        parts = [_masked_pool(tokens, visible), self.agent_vector(obs)]
+        parts = [masked_pool(tokens, visible), self.agent_vector(obs)]
         if c.rays:
             parts.append(self.image(obs))
         x = nn.relu(self.trunk(jnp.concatenate(parts, -1)))

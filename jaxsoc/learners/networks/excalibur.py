@@ -41,7 +41,7 @@ import jax.numpy as jnp
 from jaxsoc.envs.excalibur import catalogue as K
 from jaxsoc.envs.excalibur import state as S
 from jaxsoc.learners.networks import registry
-from jaxsoc.learners.networks.layers import Conv, GRUCell
+from jaxsoc.learners.networks.layers import Conv, GRUCell, masked_pool
 
 MASKED_LOGIT = -1e9
 NUM_MOVES = S.ANSWER  # the actions before the answers: left, right, forward, pickup, drop, toggle, stop
@@ -105,16 +105,6 @@ def _one_hot(x: jax.Array, n: int) -> jax.Array:
 def _ids(x: jax.Array, n: int) -> jax.Array:
     """Returns ``x`` as int32 ids clipped to ``0..n-1`` (an out-of-range id would read NaNs from ``nn.Embed``)."""
     return jnp.clip(x.astype(jnp.int32), 0, n - 1)
-
-
-def _masked_pool(tokens: jax.Array, mask: jax.Array) -> jax.Array:
-    """Returns ``float32[B, 2 D]``: the mean and the max of ``tokens [B, N, D]`` over the slots ``mask [B, N]``
-    (zeros where no slot is set)."""
-    m = mask[..., None].astype(tokens.dtype)
-    count = m.sum(-2)
-    mean = (tokens * m).sum(-2) / jnp.maximum(count, 1.0)
-    peak = jnp.where(m > 0, tokens, -jnp.inf).max(-2)
-    return jnp.concatenate([mean, jnp.where(count > 0, peak, 0.0)], -1)
 
 
 class MLP(nn.Module):
@@ -243,7 +233,7 @@ class ExcaliburPolicy(nn.Module):
         step = jnp.maximum(obs["phase_step"].astype(jnp.float32).reshape(batch, 1), 0.0)
         parts = [
             self.image_code(obs["image"]),
-            _masked_pool(tokens, visible),
+            masked_pool(tokens, visible),
             held_token,
             _one_hot(obs["direction"].reshape(batch), 4),
             _one_hot(obs["phase"].reshape(batch), 4),
@@ -256,7 +246,7 @@ class ExcaliburPolicy(nn.Module):
         """Returns ``float32[B, hidden]``: ``MLP3`` of the question rows with ``FAMILY > 0`` (``int[B, Q, 11]``)
         pooled with a masked mean and max (zeros pooled when there are none)."""
         tokens = self.question_tokens(questions)
-        return self.mlp3(_masked_pool(tokens, questions[..., S.FAMILY] > 0))
+        return self.mlp3(masked_pool(tokens, questions[..., S.FAMILY] > 0))
 
     def step(self, obs: dict, context: tuple, memory: dict, train: bool = False):
         """Returns ``(log_probs float32[B, NUM_ACTIONS], value float32[B], memory {"h": float32[B, memory_dim]})``."""

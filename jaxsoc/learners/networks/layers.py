@@ -146,3 +146,13 @@ def Norm(kind: str, train: bool, name: str | None = None):  # noqa: N802 (a laye
     if kind == "none":
         return lambda x: x
     raise ValueError(f"norm must be 'batch', 'layer' or 'none', got {kind!r}")
+
+
+def masked_pool(tokens: jax.Array, mask: jax.Array) -> jax.Array:
+    """Returns ``float32[B, 2 D]``: the mean and the max of ``tokens [B, N, D]`` over the slots ``mask [B, N]``
+    (zeros where no slot is set): a set encoder's pooling, independent of the order of the slots."""
+    m = mask[..., None].astype(tokens.dtype)
+    count = m.sum(-2)
+    mean = (tokens * m).sum(-2) / jnp.maximum(count, 1.0)
+    peak = jnp.where(m > 0, tokens, -jnp.inf).max(-2)
+    return jnp.concatenate([mean, jnp.where(count > 0, peak, 0.0)], -1)
