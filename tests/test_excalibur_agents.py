@@ -302,13 +302,15 @@ def test_evaluate_and_table(env, hand_bank, random_params):
                         jax.random.key(0), EPISODES, k=1000.0)  # fmt: skip
     rand = P.evaluate(env, random_params, A.RandomExplorer(), jax.random.key(2), EPISODES)
     assert oracle["accuracy_again"] == 1.0 and oracle["explore_seen"] == 100.0
+    # the scripted explorers answer from what they saw: their accuracy is their knowledge accuracy
+    assert oracle["knowledge_again"] == 1.0 and rand["knowledge_again"] == pytest.approx(rand["accuracy_again"])
     assert oracle["exqa_first"] == pytest.approx(1.0 - oracle["explore_steps"] / 1000.0)
     assert set(M.BEHAVIOUR) <= {k.split("_", 1)[1] for k in rand if k.startswith("explore_")}
     table = P.behaviour_table({"oracle": oracle, "random": rand})
     lines = table.splitlines()
     assert len(lines) == 2 + 2 + len(M.PAPER_TABLE7)
     assert lines[2].startswith("| oracle | ") and "| 100.0 | 100.0 |" in lines[2]
-    assert all(line.count("|") == 14 for line in lines)
+    assert all(line.count("|") == 16 for line in lines)
     assert "Human w/o replay (paper)" in table
     assert len(P.behaviour_table({"oracle": oracle}, paper=False).splitlines()) == 3
 

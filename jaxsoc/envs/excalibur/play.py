@@ -90,10 +90,29 @@ def rollout(env, params, agent, key: jax.Array, num_episodes: int) -> S.State:
     return _rollout(env, params, agent, key, num_episodes=int(num_episodes), num_steps=max_steps(params))
 
 
+def knowledge_accuracy(state: S.State, known: tuple[jax.Array, jax.Array]) -> jax.Array:
+    """Returns ``float32``: the fraction of the house's questions answered right from ``known = (seen bool[N],
+    lifted bool[N])`` as the scripted explorers answer (``agents.answer_action``: the family's default where the
+    knowledge gives no valid answer). For a learned agent it measures its exploration apart from its answer head."""
+    from jaxsoc.envs.excalibur import agents as A
+    from jaxsoc.envs.excalibur import questions as Q
+
+    house = state.house
+    answers, valid = Q.answer_all(house, house.questions, known)
+    family = jnp.clip(house.questions[:, S.FAMILY].astype(jnp.int32), 0, S.NUM_FAMILIES)
+    answers = jnp.where(valid, answers, jnp.asarray(A.DEFAULT_ANSWER)[family])
+    rows = jnp.arange(house.questions.shape[0]) < house.num_questions
+    return (((answers == house.answers) & rows).sum() / jnp.maximum(house.num_questions, 1)).astype(jnp.float32)
+
+
 @jax.jit
 def _behaviour(states: S.State) -> dict[str, jax.Array]:
     reachable = jax.vmap(H.reachable)(states.house)
-    return jax.vmap(M.behaviour)(states, reachable)
+    out = jax.vmap(M.behaviour)(states, reachable)
+    tracks = states.tracks
+    out["knowledge_first"] = jax.vmap(knowledge_accuracy)(states, (tracks.seen[:, 0], tracks.lifted[:, 0]))
+    out["knowledge_again"] = jax.vmap(knowledge_accuracy)(states, (tracks.seen.any(1), tracks.lifted.any(1)))
+    return out
 
 
 def episode_metrics(states: S.State) -> dict[str, np.ndarray]:
@@ -163,7 +182,7 @@ def evaluate_policy(
 _PHASE_COLUMNS = [(phase, metric) for phase in M.PHASES for metric in M.BEHAVIOUR]
 _HEADER = (
     "| agent | I: TTI | I: Area | I: %Seen | I: %Inter | III: TTI | III: Area | III: %Seen | III: %Inter "
-    "| II: acc % | IV: acc % | I: steps | III: steps |"
+    "| II: acc % | IV: acc % | II: known % | IV: known % | I: steps | III: steps |"
 )
 
 
@@ -173,17 +192,19 @@ def _cell(value: float | None, digits: int = 1) -> str:
 
 def behaviour_table(results: dict[str, dict[str, float]], paper: bool = True) -> str:
     """Returns a markdown table: one row per agent of ``results`` (name -> ``evaluate``'s summary) with TTI, Area,
-    % Seen and % Interacted of phases I and III, the accuracies of phases II and IV (percent) and the steps of
+    % Seen and % Interacted of phases I and III, the accuracies of phases II and IV (percent), the accuracies what
+    was seen and lifted by then would give (``knowledge_accuracy``, percent) and the steps of
     phases I and III; below them, with ``paper``, the rows of ``metrics.PAPER_TABLE7`` (no accuracies or steps:
     "—")."""
-    lines = [_HEADER, "|" + " --- |" * 13]
+    lines = [_HEADER, "|" + " --- |" * 15]
     for name, row in results.items():
         cells = [_cell(row.get(f"{phase}_{metric}")) for phase, metric in _PHASE_COLUMNS]
-        cells += [_cell(None if key not in row else 100.0 * row[key]) for key in ("accuracy_first", "accuracy_again")]
+        keys = ("accuracy_first", "accuracy_again", "knowledge_first", "knowledge_again")
+        cells += [_cell(None if key not in row else 100.0 * row[key]) for key in keys]
         cells += [_cell(row.get(f"{phase}_steps")) for phase in M.PHASES]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     if paper:
         for name, row in M.PAPER_TABLE7.items():
-            cells = [_cell(v) for phase in M.PHASES for v in row[phase]] + ["—"] * 4
+            cells = [_cell(v) for phase in M.PHASES for v in row[phase]] + ["—"] * 6
             lines.append(f"| {name} (paper) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
