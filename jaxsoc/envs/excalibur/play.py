@@ -157,14 +157,17 @@ class PolicyAgent(struct.PyTreeNode):
 
     def act(self, key: jax.Array, memory: dict, state: S.State) -> tuple[jax.Array, dict]:
         """Returns ``(action int32, memory)``: the network's argmax (``greedy``) or a sample from its
-        log-probabilities on the observation of ``state``."""
+        log-probabilities on the observation of ``state``; in the answer phases always the argmax."""
         obs = O.observe(state, self.view_size, memory["last"])
         obs = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], obs)
         context = self.model.apply(self.variables, obs, method="encode_context")
         log_probs, _, net = self.model.apply(self.variables, obs, context, memory["net"], train=False, method="step")
         log_probs = log_probs[0]
-        action = jnp.argmax(log_probs) if self.greedy else jax.random.categorical(key, log_probs)
-        action = action.astype(jnp.int32)
+        mode = jnp.argmax(log_probs)
+        action = mode if self.greedy else jax.random.categorical(key, log_probs)
+        # answers are always the answer head's mode (the paper decodes its answers by beam search)
+        answering = (state.phase == S.ANSWER_FIRST) | (state.phase == S.ANSWER_AGAIN)
+        action = jnp.where(answering, mode, action).astype(jnp.int32)
         return action, {"net": net, "last": action}
 
 
