@@ -52,6 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxsoc.envs.babyai.roomgrid import _pack_rows, _spread_rows
 from jaxsoc.envs.excalibur import catalogue as K
 from jaxsoc.envs.excalibur import questions as Q
 from jaxsoc.envs.excalibur import state as S
@@ -152,16 +153,6 @@ def distance_field(free: jax.Array, goal: jax.Array, rounds: int | None = None) 
         return jnp.where(free, jnp.minimum(dist, jnp.minimum(near + 1, far)), far)
 
     return jax.lax.fori_loop(0, rounds, relax, start)
-
-
-def _pack_rows(mask: jax.Array) -> jax.Array:
-    weights = jnp.left_shift(jnp.uint32(1), jnp.arange(mask.shape[-1], dtype=jnp.uint32))
-    return jnp.sum(jnp.where(mask, weights, jnp.uint32(0)), axis=-1, dtype=jnp.uint32)
-
-
-def _spread_rows(rows: jax.Array) -> jax.Array:
-    zero = jnp.zeros_like(rows[:1])
-    return rows | (rows << 1) | (rows >> 1) | jnp.concatenate([rows[1:], zero]) | jnp.concatenate([zero, rows[:-1]])
 
 
 def probe_distances(free: jax.Array, goal: jax.Array, probes: jax.Array, rounds: int | None = None) -> jax.Array:

@@ -98,13 +98,7 @@ def knowledge_accuracy(state: S.State, track: jax.Array) -> jax.Array:
     ``track`` (0: I, 1: III) has seen and lifted (``questions.answer`` with ``known``)."""
     from jaxsoc.envs.excalibur import questions as Q
 
-    house = state.house
-    known = (state.tracks.seen[track], state.tracks.lifted[track])
-    facts = Q.facts(house, known)
-    answers, valid = jax.vmap(lambda q: Q.answer(facts, q))(house.questions)
-    rows = jnp.arange(house.questions.shape[0]) < house.num_questions
-    right = valid & (answers == house.answers) & rows
-    return (right.sum() / jnp.maximum(house.num_questions, 1)).astype(jnp.float32)
+    return Q.accuracy(state.house, (state.tracks.seen[track], state.tracks.lifted[track]))
 
 
 class ExcaliburEnv(Environment):

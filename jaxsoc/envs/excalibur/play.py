@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxsoc.core.autoreset import select_rows
 from jaxsoc.envs.excalibur import houses as H
 from jaxsoc.envs.excalibur import metrics as M
 from jaxsoc.envs.excalibur import observation as O
@@ -42,10 +43,6 @@ def max_steps(params) -> int:
     except (TypeError, jax.errors.ConcretizationTypeError) as error:
         raise TypeError("rollout needs concrete (Python int) explore_budget and reenter_budget") from error
     return explore + reenter + 2 * int(params.houses.questions.shape[-2]) + 2
-
-
-def _select(pred: jax.Array, a, b):
-    return jax.tree_util.tree_map(lambda x, y: jnp.where(pred, x, y), a, b)
 
 
 @functools.partial(jax.jit, static_argnames=("env", "num_episodes", "num_steps"))
@@ -68,8 +65,8 @@ def _rollout(env, params, agent, key: jax.Array, num_episodes: int, num_steps: i
             answering = ~done & (states.phase != S.EXPLORE) & (states.phase != S.REENTER)
             actions, new_memory = jax.lax.cond(answering.any(), act, explore_act, k_act, memory, states)
         _, new_states, _, terminated, _, _ = step(k_step, states, actions, params)
-        states = jax.vmap(_select)(done, states, new_states)
-        memory = jax.vmap(_select)(done, memory, new_memory)
+        states = select_rows(done, states, new_states)
+        memory = select_rows(done, memory, new_memory)
         return states, memory, done | terminated
 
     def body(carry, t):
@@ -97,12 +94,7 @@ def knowledge_accuracy(state: S.State, known: tuple[jax.Array, jax.Array]) -> ja
     from jaxsoc.envs.excalibur import agents as A
     from jaxsoc.envs.excalibur import questions as Q
 
-    house = state.house
-    answers, valid = Q.answer_all(house, house.questions, known)
-    family = jnp.clip(house.questions[:, S.FAMILY].astype(jnp.int32), 0, S.NUM_FAMILIES)
-    answers = jnp.where(valid, answers, jnp.asarray(A.DEFAULT_ANSWER)[family])
-    rows = jnp.arange(house.questions.shape[0]) < house.num_questions
-    return (((answers == house.answers) & rows).sum() / jnp.maximum(house.num_questions, 1)).astype(jnp.float32)
+    return Q.accuracy(state.house, known, A.DEFAULT_ANSWER)
 
 
 @jax.jit

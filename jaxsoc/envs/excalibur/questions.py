@@ -242,6 +242,20 @@ def answer_all(
     return jax.vmap(answer_facts, in_axes=(None, 0))(f, questions)
 
 
+def accuracy(house: S.House, known: tuple[jax.Array, jax.Array], default: jax.Array | None = None) -> jax.Array:
+    """Returns ``float32``: the fraction of ``house``'s questions (its first ``num_questions`` rows) answered right
+    from ``known = (seen bool[N], lifted bool[N])``; a question the knowledge gives no valid answer to counts as
+    wrong, or, with ``default`` (``int[NUM_FAMILIES + 1]``, an answer per family), is answered with its family's."""
+    answers, valid = answer_all(house, house.questions, known)
+    if default is not None:
+        family = jnp.clip(house.questions[:, S.FAMILY].astype(jnp.int32), 0, S.NUM_FAMILIES)
+        answers = jnp.where(valid, answers, jnp.asarray(default)[family])
+        valid = jnp.ones_like(valid)
+    rows = jnp.arange(house.questions.shape[0]) < house.num_questions
+    right = valid & (answers == house.answers) & rows
+    return (right.sum() / jnp.maximum(house.num_questions, 1)).astype(jnp.float32)
+
+
 @functools.cache
 def _batched(cell_metres: float, adjacent_metres: float):
     """Returns jitted ``(facts of a population, answers [H, Q] and valid [H, Q], relations of one house)``."""

@@ -22,6 +22,8 @@ import time
 import jax
 import jax.numpy as jnp
 
+from jaxsoc.core.autoreset import select_rows
+
 MODES = ("random", "knowledge", "oracle")
 _ENV_IDS = {"random": "EXCALIBUR-v0", "knowledge": "EXCALIBUR-NoveltyQA-v0", "oracle": "EXCALIBUR-v0"}
 
@@ -78,9 +80,7 @@ def program(w: Workload):
             if agent is not None:  # fresh memories where an episode ended
                 fresh = jax.vmap(agent.init)(act_keys, stepped)
                 done = terminated | truncated
-                memory = jax.tree_util.tree_map(
-                    lambda a, b: jnp.where(done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), fresh, memory
-                )
+                memory = select_rows(done, fresh, memory)
             return (obs, stepped, memory, total + reward.sum()), None
 
         carry = (obs, state, memory, jnp.float32(0.0))

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsoc.core.env import _select_tree
 from jaxsoc.envs.excalibur import catalogue as K
 from jaxsoc.envs.excalibur import state as S
 from jaxsoc.envs.gridworld import constants as GC
@@ -51,9 +52,14 @@ def empty_tracks(height: int, width: int, num_objects: int) -> S.Tracks:
 def initial_state(house: S.House, view_size: int = 7) -> S.State:
     """Returns the ``State`` at the start of phase I in ``house``: the agent at its spawn pose, the objects as
     generated, every container closed; what the agent sees from there is already recorded as seen."""
+    return _record_view(_as_generated(house), jnp.int32(0), view_size)
+
+
+def _as_generated(house: S.House) -> S.State:
+    """Returns the ``State`` of ``house`` as generated, in phase I, with empty tracks and no answers."""
     height, width = house.walls.shape
     num_objects = house.valid.shape[0]
-    state = S.State(
+    return S.State(
         house=house,
         agent_pos=house.spawn_pos.astype(jnp.int32),
         agent_dir=house.spawn_dir.astype(jnp.int32),
@@ -70,13 +76,12 @@ def initial_state(house: S.House, view_size: int = 7) -> S.State:
         tracks=empty_tracks(height, width, num_objects),
         given=jnp.full((2, house.questions.shape[0]), -1, jnp.int16),
     )
-    return _record_view(state, jnp.int32(0), view_size)
 
 
 def reenter(state: S.State, view_size: int = 7) -> S.State:
     """Returns ``state`` at the start of phase III: the house as generated again, the agent at its spawn pose;
     tracks and answers are kept."""
-    fresh = initial_state(state.house, view_size)
+    fresh = _as_generated(state.house)
     state = fresh.replace(tracks=state.tracks, given=state.given, step=state.step, phase=jnp.int32(S.REENTER))
     return _record_view(state, jnp.int32(1), view_size)
 
@@ -312,22 +317,18 @@ def step(
     correct = answering & has_q & (given == state.house.answers[k])
     answers_over = state.phase_step + 1 >= jnp.maximum(num_q, 1)
 
-    stepped = _select(exploring, moved, state.replace(given=new_given))
+    stepped = _select_tree(exploring, moved, state.replace(given=new_given))
     over = jnp.where(exploring, phase_over, answers_over)
     next_phase = jnp.where(over, phase + 1, phase)
     stepped = stepped.replace(
         phase=next_phase, phase_step=jnp.where(over, 0, state.phase_step + 1), step=state.step + 1
     )
     # phase III starts from the house as generated
-    stepped = _select((phase == S.ANSWER_FIRST) & over, reenter(stepped, view_size), stepped)
+    stepped = _select_tree((phase == S.ANSWER_FIRST) & over, reenter(stepped, view_size), stepped)
     done = (phase == S.ANSWER_AGAIN) & over
     stepped = stepped.replace(phase=jnp.minimum(stepped.phase, S.ANSWER_AGAIN))
     out = {"correct": correct, "answered": answering & has_q, "novelty": jnp.where(exploring, gain, 0.0), "done": done}
     return stepped, out
-
-
-def _select(pred: jax.Array, a, b):
-    return jax.tree_util.tree_map(lambda x, y: jnp.where(pred, x, y), a, b)
 
 
 def accuracy(state: S.State, row: int) -> jax.Array:
