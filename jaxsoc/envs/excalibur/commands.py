@@ -10,6 +10,7 @@ written ``LABEL:ppo=RUN``.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
@@ -50,9 +51,17 @@ def _run_env(run: str) -> str:
     return str(read_meta(Path(run) / "checkpoints").get("env_id", run))
 
 
+@functools.cache
+def _env():
+    """The one ``ExcaliburEnv("answers")`` the commands use: rollouts are compiled per env instance."""
+    from jaxsoc.envs.excalibur.env import ExcaliburEnv
+
+    return ExcaliburEnv("answers")
+
+
 def _params(args):
     from jaxsoc.envs.excalibur import bank
-    from jaxsoc.envs.excalibur.env import ExcaliburEnv, ExcaliburParams, check_params
+    from jaxsoc.envs.excalibur.env import ExcaliburParams, check_params
 
     params = ExcaliburParams(
         houses=bank.cached_bank(args.split, args.bank_seed),
@@ -60,7 +69,7 @@ def _params(args):
         reenter_budget=args.reenter_budget,
     )
     check_params(params)
-    return ExcaliburEnv("answers"), params
+    return _env(), params
 
 
 def evaluate_agents(agents: dict[str, tuple[str, str | None]], args) -> dict[str, dict[str, float]]:
