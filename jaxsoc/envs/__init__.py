@@ -3,7 +3,7 @@
 from jaxsoc.core.registry import register
 from jaxsoc.envs.babyai import ALIASES, LEVELS, level_env
 from jaxsoc.envs.chaic.catalogue import TASK_IDS
-from jaxsoc.envs.gridworld.classic import CLASSIC_ENVS
+from jaxsoc.envs.gridworld.minigrid_ids import MINIGRID_ENVS
 
 #: EXCALIBUR's ids by reward variant (``excalibur.env.VARIANTS``)
 EXCALIBUR_IDS = {
@@ -15,7 +15,7 @@ EXCALIBUR_IDS = {
 
 
 def _register_all() -> None:
-    for name, (cls, kwargs) in CLASSIC_ENVS.items():
+    for name, (cls, kwargs) in MINIGRID_ENVS.items():
         register(name, lambda cls=cls, kwargs=kwargs: cls(**kwargs))
     for name in [*LEVELS, *ALIASES]:
         register(name, lambda name=name: level_env(name))

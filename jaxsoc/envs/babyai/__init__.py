@@ -8,13 +8,15 @@ set ``max_steps`` to a positive value to use one fixed limit instead.
 from __future__ import annotations
 
 from jaxsoc.envs.babyai.env import BabyAIEnvironment
-from jaxsoc.envs.babyai.levels import ALIASES, LEVELS
+from jaxsoc.envs.babyai.levels import ALIASES, FIXED_MAX_STEPS, LEVELS
 
 
 def level_env(name: str) -> BabyAIEnvironment:
-    """Returns the ``BabyAIEnvironment`` of a level id or alias (``KeyError`` if unknown)."""
-    generator, params = LEVELS[ALIASES.get(name, name)]
-    return BabyAIEnvironment(name, generator, params.replace(max_steps=0))
+    """Returns the ``BabyAIEnvironment`` of a level id or alias (``KeyError`` if unknown). Its episodes'
+    ``max_steps`` follow their instructions, except for the levels of ``FIXED_MAX_STEPS``."""
+    level = ALIASES.get(name, name)
+    generator, params = LEVELS[level]
+    return BabyAIEnvironment(name, generator, params.replace(max_steps=FIXED_MAX_STEPS.get(level, 0)))
 
 
 __all__ = ["ALIASES", "LEVELS", "BabyAIEnvironment", "level_env"]

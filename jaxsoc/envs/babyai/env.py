@@ -84,6 +84,12 @@ class BabyAIEnvironment(Environment):
         """Returns minigrid's mission string of one (unbatched) state."""
         return language.to_text(state.instr, state.verifier.plural)
 
+    def import_minigrid(self, env) -> tuple[I.BabyAIState, I.BabyAIParams]:
+        """Returns ``(state, params)`` of a live minigrid BabyAI env (see ``compat.from_minigrid``)."""
+        from jaxsoc.envs.babyai.compat import from_minigrid
+
+        return from_minigrid(env)
+
     def action_space(self, params=None) -> spaces.Discrete:
         return spaces.Discrete(C.NUM_ACTIONS)
 

@@ -11,7 +11,17 @@ is the bonus ``PutNextS*`` family), also reachable under ``ALIASES``' ``BabyAI-P
 
 from __future__ import annotations
 
-from jaxsoc.envs.babyai.levels import goto, levelgen, pickup, putnext, unlock
+from jaxsoc.envs.babyai.levels import (
+    bonus_goto,
+    bonus_open,
+    bonus_putnext,
+    bonus_unlock,
+    goto,
+    levelgen,
+    pickup,
+    putnext,
+    unlock,
+)
 from jaxsoc.envs.babyai.levels import open as open_levels
 from jaxsoc.envs.babyai.levels.common import LevelGenerator, level_params, max_steps, num_navs
 
@@ -51,9 +61,30 @@ LEVELS: dict[str, tuple[LevelGenerator, object]] = {
     f"BabyAI-{name}-v0": (_GENERATORS[name], level_params(size, rows, cols, navs))
     for name, size, rows, cols, navs in _LAYOUTS
 }
+# minigrid 3.2.0's other BabyAI ids (its bonus levels): each module's ``LEVELS`` maps ids to (generator, params)
+for _module in (bonus_goto, bonus_open, bonus_putnext, bonus_unlock):
+    _clash = sorted(set(_module.LEVELS) & set(LEVELS))
+    if _clash:
+        raise ValueError(f"{_module.__name__} registers ids twice: {_clash}")
+    LEVELS.update(_module.LEVELS)
+# Levels whose minigrid class passes its own ``max_steps`` (``RoomGridLevel.fixed_max_steps``): id -> limit
+FIXED_MAX_STEPS: dict[str, int] = {
+    name: limit
+    for _module in (bonus_goto, bonus_open, bonus_putnext, bonus_unlock)
+    for name, limit in getattr(_module, "FIXED_MAX_STEPS", {}).items()
+}
 ALIASES = {"BabyAI-PutNextICLR19-v0": "BabyAI-PutNext-v0"}
 
 # Levels whose generation follows the original babyai code where minigrid 3.2.0 has a bug (see their docs).
 MINIGRID_DIFFERS = ("BabyAI-Unlock-v0", "BabyAI-GoToImpUnlock-v0")
 
-__all__ = ["ALIASES", "LEVELS", "MINIGRID_DIFFERS", "LevelGenerator", "level_params", "max_steps", "num_navs"]
+__all__ = [
+    "ALIASES",
+    "FIXED_MAX_STEPS",
+    "LEVELS",
+    "MINIGRID_DIFFERS",
+    "LevelGenerator",
+    "level_params",
+    "max_steps",
+    "num_navs",
+]
