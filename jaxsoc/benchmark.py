@@ -33,6 +33,9 @@ XMINIGRID_IDS = {
     "MiniGrid-Unlock-v0": "MiniGrid-Unlock",
     "MiniGrid-UnlockPickup-v0": "MiniGrid-UnlockPickUp",
     "MiniGrid-BlockedUnlockPickup-v0": "MiniGrid-BlockedUnlockPickUp",
+    "MiniGrid-Empty-Random-5x5-v0": "MiniGrid-EmptyRandom-5x5",
+    "MiniGrid-Empty-Random-6x6-v0": "MiniGrid-EmptyRandom-6x6",
+    "MiniGrid-LockedRoom-v0": "MiniGrid-LockedRoom",
 }
 
 
@@ -260,6 +263,36 @@ def run_table(
                 ours = measure_jaxsoc(name, num_envs, num_steps, repeats, see_through_walls=see_through)
                 _log(f"{name} N={num_envs} see_through_walls={see_through}: {ours['steps_per_s']:.3g} steps/s")
                 rows.append(compare_row(ours, reference, theirs))
+    print(format_table(rows))
+    return rows
+
+
+def registry_ids() -> list[str]:
+    """Returns the minigrid ids beyond the ``classic`` and ``babyai`` suites: every ``MiniGrid-*`` id but the
+    classic six tasks' and every ``BabyAI-*`` bonus level (minigrid 3.2.0's levels that are not the paper's)."""
+    from jaxsoc.envs import env_family
+
+    def beyond_suites(name: str) -> bool:
+        family, group = env_family(name)
+        return (family == "MiniGrid" and group != "classic") or (family, group) == ("BabyAI", "bonus")
+
+    return [name for name in jaxsoc.registered_envs() if beyond_suites(name)]
+
+
+def run_registry_table(
+    env_names: list[str], num_envs_list: list[int], num_steps: int, repeats: int = 3, reference_seconds: float = 1.0
+) -> list[dict]:
+    """Measures every (env, N) with the env's own occlusion setting (minigrid's default for the id) and prints
+    a markdown table; BabyAI levels use pooled resets. Returns the rows, with minigrid's and xminigrid's rates
+    (``None`` when not measured) and the ratios."""
+    rows = []
+    for name in env_names:
+        reference = measure_minigrid(name, reference_seconds) if reference_seconds > 0 else None
+        for num_envs in num_envs_list:
+            theirs = measure_xminigrid(name, num_envs, num_steps, repeats)
+            ours = measure_jaxsoc(name, num_envs, num_steps, repeats)
+            _log(f"{name} N={num_envs}: {ours['steps_per_s']:.3g} steps/s")
+            rows.append(compare_row(ours, reference, theirs))
     print(format_table(rows))
     return rows
 

@@ -55,7 +55,19 @@ def random_rollout(env, params, key: jax.Array, num_envs: int, num_steps: int, r
 
 
 def cmd_list(args) -> int:
-    print("\n".join(jaxsoc.registered_envs()))
+    """Prints the registered ids by family (``# family: n ids``) and group (``## group``), one id per line."""
+    from jaxsoc.envs import FAMILIES, env_family
+
+    groups: dict[str, dict[str, list[str]]] = {}
+    for name in jaxsoc.registered_envs():
+        family, group = env_family(name)
+        groups.setdefault(family, {}).setdefault(group, []).append(name)
+    for family in sorted(groups, key=lambda f: FAMILIES.index(f) if f in FAMILIES else len(FAMILIES)):
+        print(f"# {family}: {sum(map(len, groups[family].values()))} ids")
+        for group, names in groups[family].items():
+            if group:
+                print(f"## {group}")
+            print("\n".join(names))
     return 0
 
 
@@ -135,6 +147,21 @@ def cmd_bench(args) -> int:
             args.steps or (256 if gpu else 64),
             repeats=args.repeats,
             reference_seconds=0 if args.no_reference else args.reference_seconds,
+        )
+        if args.json:
+            import json
+
+            Path(args.json).write_text(json.dumps(rows, indent=2))
+        return 0
+    if args.suite == "registry":
+        from jaxsoc.benchmark import registry_ids, run_registry_table
+
+        rows = run_registry_table(
+            args.envs or registry_ids(),
+            args.num_envs or ([65_536] if gpu else [1024]),
+            args.steps or (500 if gpu else 100),
+            repeats=args.repeats,
+            reference_seconds=0 if args.no_reference else min(args.reference_seconds, 1.0),
         )
         if args.json:
             import json
@@ -241,9 +268,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=3)
     bench.add_argument(
         "--suite",
-        choices=["classic", "babyai", "bot", "gpu"],
+        choices=["classic", "babyai", "registry", "bot", "gpu"],
         default="classic",
-        help="classic MiniGrid envs, the 19 BabyAI levels (resets pooled, minigrid occlusion), the BabyAI bot "
+        help="classic MiniGrid envs, the 19 BabyAI levels (resets pooled, minigrid occlusion), the rest of "
+        "minigrid's registry (every other MiniGrid id and the bonus BabyAI levels, each id's own occlusion, minigrid's "
+        "rate over at most 1 s), the BabyAI bot "
         "(bot steps/s against minigrid's BabyAIBot), or every GPU figure of the project (jaxsoc.gpu_suite: "
         "budgeted parts, row files and the generated GPU section of benchmarks/RESULTS.md)",
     )

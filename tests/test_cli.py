@@ -9,12 +9,24 @@ from jaxsoc.benchmark import format_table, measure_jaxsoc, measure_minigrid
 from jaxsoc.cli import main
 
 
-def test_list(capsys):
+def test_list_groups_every_id_by_family(capsys):
+    import jaxsoc
+
     assert main(["list"]) == 0
-    out = capsys.readouterr().out.split()
-    assert "MiniGrid-DoorKey-8x8-v0" in out and "BabyAI-BossLevel-v0" in out
-    # classic MiniGrid, the 19 BabyAI levels, the PutNextICLR19 alias, household, CHAIC (8 x 2 views, all-task)
-    assert len(out) == 12 + 19 + 1 + 2 + 17 + 4
+    lines = capsys.readouterr().out.splitlines()
+    ids = [line for line in lines if not line.startswith("#")]
+    assert ids and sorted(ids) == jaxsoc.registered_envs()
+    families = [line for line in lines if line.startswith("# ")]
+    assert [f.split(":")[0][2:] for f in families] == ["MiniGrid", "BabyAI", "WatchAndHelp", "CHAIC", "EXCALIBUR"]
+    # each family header counts the ids listed under it, up to the next header
+    starts = [lines.index(f) for f in families] + [len(lines)]
+    for header, start, end in zip(families, starts, starts[1:]):
+        listed = [line for line in lines[start + 1 : end] if not line.startswith("#")]
+        assert header.endswith(f": {len(listed)} ids")
+        assert all(name.startswith(header.split(":")[0][2:]) for name in listed)
+    assert "## classic" in lines and "## paper" in lines and "## bonus" in lines
+    paper = lines[lines.index("## paper") + 1 : lines.index("## paper") + 21]
+    assert "BabyAI-BossLevel-v0" in paper and "BabyAI-PutNextICLR19-v0" in paper
 
 
 def test_unknown_env_exits_2_with_suggestions(capsys):

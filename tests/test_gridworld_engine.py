@@ -171,7 +171,26 @@ def _single_agent_contract(name: str) -> bool:
     return not name.startswith("CHAIC-") or name == "CHAIC-Normal-Helper-v0"
 
 
-@pytest.fixture(scope="module", params=[n for n in jaxsoc.registered_envs() if _single_agent_contract(n)])
+def _contract_params() -> list:
+    """The contract ids, the minigrid ids beyond the classic six and the paper levels marked ``slow`` except the
+    first of each module (each id compiles its own reset: all of them would add minutes to the CI suite)."""
+    from jaxsoc.envs import LEVELS, MINIGRID_ENVS, env_family
+
+    seen, out = set(), []
+    for name in filter(_single_agent_contract, jaxsoc.registered_envs()):
+        family, group = env_family(name)
+        module = None
+        if family == "MiniGrid" and group != "classic":
+            module = MINIGRID_ENVS[name][0].__module__
+        elif family == "BabyAI" and group == "bonus":
+            module = LEVELS[name][0].attempt.__module__
+        slow = module is not None and module in seen
+        seen.add(module)
+        out.append(pytest.param(name, marks=pytest.mark.slow) if slow else name)
+    return out
+
+
+@pytest.fixture(scope="module", params=_contract_params())
 def env_and_params(request):
     return jaxsoc.make(request.param)
 
@@ -192,7 +211,10 @@ def test_reset_and_step_every_env(env_and_params):
 
 
 # minigrid's Empty rooms start the agent and place the goal at fixed cells: their reset does not use the key
-KEY_INDEPENDENT_RESETS = {f"MiniGrid-Empty-{n}x{n}-v0" for n in (5, 6, 8, 16)}
+KEY_INDEPENDENT_RESETS = {f"MiniGrid-Empty-{n}x{n}-v0" for n in (5, 6, 8, 16)} | {
+    "MiniGrid-DistShift1-v0",
+    "MiniGrid-DistShift2-v0",
+}
 
 
 def test_reset_is_deterministic_and_keyed(env_and_params, request):

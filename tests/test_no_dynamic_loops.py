@@ -7,7 +7,8 @@ and returns the ``while`` equations whose trip count is not static. A ``fori_loo
 lowers to ``scan`` and never appears; the one ``while`` accepted is the pattern of a ``fori_loop`` with
 constant bounds (a counter from a literal, ``counter < bound`` with a literal or loop-invariant literal
 bound, the body adding 1). ``reset``, the pooled ``batched_step`` and ``bot_act`` of every registered
-``BabyAI-*`` level are traced (``make_jaxpr`` on abstract inputs: tracing only, nothing is compiled).
+``BabyAI-*`` level, and ``reset`` and ``step`` of every ``MiniGrid-*`` id, are traced (``make_jaxpr`` on
+abstract inputs: tracing only, nothing is compiled).
 """
 
 from __future__ import annotations
@@ -21,11 +22,27 @@ from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
 
 import jaxsoc
 from jaxsoc.core.autoreset import batched_step
+from jaxsoc.envs import env_family
 from jaxsoc.envs.babyai import bot as B
 from jaxsoc.envs.babyai.levels import LEVELS as GENERATORS
 from jaxsoc.envs.babyai.levels import LevelGenerator
 
-LEVELS = [name for name in jaxsoc.registered_envs() if name.startswith("BabyAI-")]
+
+def _levels() -> list:
+    """Every ``BabyAI-*`` id; the bonus levels (minigrid's other levels) beyond the first of each module are
+    marked ``slow`` (each traces its own generator and, per grid shape, the bot)."""
+    seen, out = set(), []
+    for name in jaxsoc.registered_envs():
+        if not name.startswith("BabyAI-"):
+            continue
+        module = GENERATORS[name][0].attempt.__module__ if env_family(name)[1] == "bonus" else None
+        out.append(pytest.param(name, marks=pytest.mark.slow) if module is not None and module in seen else name)
+        seen.add(module)
+    return out
+
+
+LEVELS = _levels()
+MINIGRID = [name for name in jaxsoc.registered_envs() if name.startswith("MiniGrid-")]
 NUM_ENVS = 4
 
 
@@ -168,6 +185,16 @@ def test_reset_step_and_bot_have_no_data_dependent_loops(name):
 
     bot = jax.eval_shape(lambda s: B.bot_init(params, s), state)
     assert not (found := dynamic_whiles(bot_act_jaxpr(params, state, obs, bot))), f"{name} bot_act:\n{_describe(found)}"
+
+
+@pytest.mark.parametrize("name", MINIGRID)
+def test_minigrid_reset_and_step_have_no_data_dependent_loops(name):
+    env, params = jaxsoc.make(name)
+    key = jax.eval_shape(lambda: jax.random.key(0))
+    reset, (_, state) = jax.make_jaxpr(lambda k: env.reset(k, params), return_shape=True)(key)
+    assert not (found := dynamic_whiles(reset)), f"{name} reset:\n{_describe(found)}"
+    stepped = jax.make_jaxpr(lambda k, s: env.step(k, s, jnp.int32(2), params))(key, state)
+    assert not (found := dynamic_whiles(stepped)), f"{name} step:\n{_describe(found)}"
 
 
 @pytest.mark.parametrize("name", ["BabyAI-GoToLocal-v0", "BabyAI-Unlock-v0"])

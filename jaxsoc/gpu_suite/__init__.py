@@ -6,17 +6,19 @@
 
 **Parts** (``PARTS``, in order of importance; ``--list-parts`` prints them with their budgets): ``classic``
 (MiniGrid throughput, both occlusion modes, minigrid and xminigrid rates where importable), ``babyai`` (the 19
-levels' throughput against the issue's targets), ``bot_speed`` (the bot's steps/s), ``bot_success`` (the bot's
-success and episode lengths over 2,000 levels each), ``bib`` (BIB episodes generated and rendered per second, and
-the 28,000-episode background set against the issue's 60 s), ``household`` (the Watch-And-Help household's
-random-action steps/s against the issue's 1e7), ``household_agents`` (Alice and the HP helper planning every step),
-``chaic`` (CHAIC's world events and agent steps/s, random actions against the issue's 1e6 agent steps/s, and the
-rule-based agents'), ``chaic_learners`` (the PPO helper's training rate), ``household_learners`` (the goal-inference
-model's, the Hybrid's and the HRL's training rates), ``excalibur`` (EXCALIBUR's steps/s against the issue's
-1e8), ``ppo`` (the Small model to 99% on GoToRedBallGrey and GoToLocal), ``bc`` (the Small model by behaviour
-cloning on 8,000 and 5,657 bot demonstrations), ``bib_learners`` (BIB's four learners' training rate and the
-projected time of a full run against the issue's 30 minutes) and ``conv`` (XLA's convolution against im2col).
-Each has a time budget; the budgets of the default run add up to 25 minutes (``--budget-minutes`` scales them).
+levels' throughput against the issue's targets), ``registry`` (every other id of minigrid's registry: the other
+MiniGrid tasks and the bonus BabyAI levels, next to xminigrid where it has the id), ``bot_speed`` (the bot's
+steps/s), ``bot_success`` (the bot's success and episode lengths over 2,000 levels each), ``bib`` (BIB episodes
+generated and rendered per second, and the 28,000-episode background set against the issue's 60 s), ``household``
+(the Watch-And-Help household's random-action steps/s against the issue's 1e7), ``household_agents`` (Alice and the
+HP helper planning every step), ``chaic`` (CHAIC's world events and agent steps/s, random actions against the
+issue's 1e6 agent steps/s, and the rule-based agents'), ``chaic_learners`` (the PPO helper's training rate),
+``household_learners`` (the goal-inference model's, the Hybrid's and the HRL's training rates), ``excalibur``
+(EXCALIBUR's steps/s against the issue's 1e8), ``ppo`` (the Small model to 99% on GoToRedBallGrey and GoToLocal),
+``bc`` (the Small model by behaviour cloning on 8,000 and 5,657 bot demonstrations), ``bib_learners`` (BIB's four
+learners' training rate and the projected time of a full run against the issue's 30 minutes) and ``conv`` (XLA's
+convolution against im2col). Each has a time budget; the budgets of the default run add up to 25 minutes
+(``--budget-minutes`` scales them).
 
 **Rows.** Part ``p`` writes ``<out-dir>/gpu_<p>.json`` after every row it measures (``core.run_part``): the
 part's parameters, device, jax version, dates, budget, ``complete``, and the rows, each of which also records
@@ -81,6 +83,7 @@ from jaxsoc.gpu_suite import (
     household,
     household_learners,
     parts,
+    registry,
 )
 from jaxsoc.gpu_suite.core import EXIT_DONE, EXIT_ERROR, EXIT_MORE, Context, Part, Program
 
@@ -130,7 +133,7 @@ PARTS: tuple[Part, ...] = (
         "Random-action throughput, the 19 BabyAI levels",
         parts.babyai,
         parts.render_babyai,
-        budget_s=210,
+        budget_s=180,  # 30 s went to registry
         params=dict(levels=BABYAI_BENCH_ENVS, runs=[[262_144, 250, 1], [65_536, 500, 2]]),
         quick=dict(levels=BABYAI_BENCH_ENVS, runs=[[262_144, 250, 1]]),
         quick_budget_s=260,
@@ -139,11 +142,24 @@ PARTS: tuple[Part, ...] = (
         "steps/s on single-room levels, ≥2e7 on the 3×3-room levels. Programs compiled in parallel threads.",
     ),
     Part(
+        "registry",
+        "Random-action throughput, the rest of minigrid's registry",
+        registry.registry,
+        registry.render_registry,
+        budget_s=120,  # 30 s each from babyai, bot_speed, bot_success and ppo
+        params=dict(envs=None, num_envs=[65_536], steps=250, repeats=1),
+        toy=dict(envs=["MiniGrid-LavaGapS5-v0"], num_envs=[8], steps=4, repeats=1),
+        note="Every MiniGrid id beyond the classic six and every bonus BabyAI level (`benchmark.registry_ids`), "
+        "each with minigrid's occlusion setting for the id, BabyAI levels with pooled resets; the method of "
+        "`jaxsoc bench`; xminigrid's rate where it has the id and is importable (– otherwise). Programs compiled "
+        "in parallel threads; a part cut off by its budget resumes on the next call.",
+    ),
+    Part(
         "bot_speed",
         "BabyAI bot throughput",
         parts.bot_speed,
         parts.render_bot_speed,
-        budget_s=120,
+        budget_s=90,  # 30 s went to registry
         params=dict(levels=BABYAI_BENCH_ENVS, num_envs=65_536, steps=64, repeats=1),
         quick=dict(levels=BABYAI_BENCH_ENVS, num_envs=65_536, steps=64, repeats=1),
         quick_budget_s=140,
@@ -156,7 +172,7 @@ PARTS: tuple[Part, ...] = (
         "BabyAI bot success and episode length",
         parts.bot_success,
         parts.render_bot_success,
-        budget_s=120,
+        budget_s=90,  # 30 s went to registry
         params=dict(levels=list(PAPER_LEVELS), episodes=2000, worlds=2000, seed=0),
         toy=dict(levels=["GoToRedBallGrey"], episodes=8, worlds=8, seed=0),
         note="`bot_benchmark.bot_success` (as `scripts/babyai_bot_success.py`): success ≥99.9% over ≥2,000 "
@@ -379,7 +395,7 @@ PARTS: tuple[Part, ...] = (
         "PPO, the Small model, to 99% success",
         parts.ppo,
         parts.render_ppo,
-        budget_s=180,
+        budget_s=150,  # 30 s went to registry
         params=dict(
             levels=[_RBG, _LOCAL],
             preset="small",

@@ -62,9 +62,12 @@ def register_reference_levels() -> None:
 
 
 def minigrid_id(name: str) -> str:
-    """Returns minigrid's env id of a level given by jaxsoc id or short name (``GoTo``, ``BabyAI-GoTo-v0``)."""
-    short = name.removeprefix("BabyAI-").removesuffix("-v0")
-    return PUTNEXT_ICLR19_ID if short in ("PutNext", "PutNextICLR19") else f"BabyAI-{short}-v0"
+    """Returns minigrid's env id of a level given by jaxsoc id or short name (``GoTo``, ``BabyAI-GoTo-v0``,
+    ``BabyAI-GoToObjS6-v1``); a short name gets version 0."""
+    short, dash, version = name.removeprefix("BabyAI-").rpartition("-v")
+    if not (dash and version.isdigit()):
+        short, version = name.removeprefix("BabyAI-"), "0"
+    return PUTNEXT_ICLR19_ID if short in ("PutNext", "PutNextICLR19") else f"BabyAI-{short}-v{version}"
 
 
 def make_minigrid_level(name: str, seed: int | None = None):
