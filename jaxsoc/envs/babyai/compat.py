@@ -3,7 +3,8 @@
 For differential tests and for driving jaxsoc from minigrid's levels. Like ``gridworld.compat`` this
 module never imports minigrid: it reads the env's attributes (grid, agent, ``instrs`` tree) by duck typing.
 Object identities become the grid's ``OBJ_ID`` channel (``gridworld.compat.object_ids``), and every
-description's ``obj_set`` becomes the set of those ids, so the verifier tracks the same objects.
+description's ``obj_set`` becomes the set of those ids, so the verifier tracks the same objects. The leaves'
+``strict`` flags (minigrid's ``*Debug`` levels) become ``Instruction.strict`` (``None`` when no leaf is strict).
 """
 
 from __future__ import annotations
@@ -67,7 +68,11 @@ def instruction_from_minigrid(env: Any) -> tuple[I.Instruction, I.VerifierState]
     if len(ids) >= I.MAX_OBJECTS:
         raise ValueError(f"{len(ids)} objects exceed the verifier's MAX_OBJECTS={I.MAX_OBJECTS - 1}")
     seq, parts = _parts(u.instrs)
+    if getattr(u.instrs, "strict", False) and seq != I.SEQ_NONE:
+        raise ValueError("strict sequences (BeforeInstr/AfterInstr(..., strict=True)) are not supported")
     action = np.zeros(I.MAX_LEAVES, np.int32)
+    strict = np.zeros(I.MAX_LEAVES, bool)
+    count = np.zeros((I.MAX_LEAVES, 2), np.int32)
     types = np.full((I.MAX_LEAVES, 2), I.ANY_TYPE, np.int32)
     colors = np.full((I.MAX_LEAVES, 2), I.ANY_COLOR, np.int32)
     locs = np.full((I.MAX_LEAVES, 2), I.LOC_NONE, np.int32)
@@ -78,24 +83,32 @@ def instruction_from_minigrid(env: Any) -> tuple[I.Instruction, I.VerifierState]
         for c, (leaf, done) in enumerate(_leaves(part, part_done)):
             k = 2 * p + c
             action[k], leaf_done[k] = _ACTIONS[_kind(leaf)], done
+            strict[k] = bool(getattr(leaf, "strict", False))
             carried = getattr(leaf, "preCarrying", None)
             pre_carrying[k] = ids[id(carried)] if carried is not None else 0
             for d, desc in enumerate(_descriptions(leaf)):
                 types[k, d] = I.ANY_TYPE if desc.type is None else C.OBJECT_TO_IDX[desc.type]
                 colors[k, d] = I.ANY_COLOR if desc.color is None else C.COLOR_TO_IDX[desc.color]
                 locs[k, d] = I.LOC_NONE if desc.loc is None else I.LOC_NAMES.index(desc.loc)
-                if any(id(obj) not in ids for obj in desc.obj_set):
-                    raise ValueError(f"description {desc.surface(u)!r} matches walls: jaxsoc never matches walls")
-                obj_set[k, d, [ids[id(obj)] for obj in desc.obj_set]] = True
+                walls = [obj for obj in desc.obj_set if obj.type == "wall"]
+                if walls and (action[k] == I.ACT_GOTO or d == 1):
+                    # facing a wall would complete it in minigrid; jaxsoc only counts walls (for the article)
+                    raise ValueError(f"description {desc.surface(u)!r} matches walls as a go-to or put-next target")
+                obj_set[k, d, [ids[id(obj)] for obj in desc.obj_set if obj.type != "wall"]] = True
+                count[k, d] = len(desc.obj_set)
                 _check_positions(u, desc)
-    instruction = I.Instruction(*(jnp.asarray(x) for x in (action, types, colors, locs)), seq=jnp.int32(seq))
+    instruction = I.Instruction(
+        *(jnp.asarray(x) for x in (action, types, colors, locs)),
+        seq=jnp.int32(seq),
+        strict=jnp.asarray(strict) if strict.any() else None,
+    )
     part_of = np.array([0, 0, 1, 1])
     present = action != I.ACT_NONE
     part_done = [bool(np.all(leaf_done | ~present | (part_of != p))) for p in range(2)]
     grid_ids = grid_state_from_minigrid(env).grid[..., C.OBJ_ID]
     verifier = I.VerifierState(
         obj_set=jnp.asarray(obj_set),
-        plural=jnp.asarray(obj_set.sum(-1) > 1),
+        plural=jnp.asarray(count > 1),
         id_snapshot=grid_ids,
         pre_carrying=jnp.asarray(pre_carrying),
         leaf_done=jnp.asarray(leaf_done),

@@ -2,7 +2,8 @@
 
 A step is minigrid 3.2.0's ``RoomGridLevel.step``: the MiniGrid transition, then (on ``drop``) the
 verifier's position snapshot refresh, then ``instrs.verify(action)``. Success terminates with reward
-``1 - 0.9 * step_count / max_steps``; a wrong action never ends the episode; truncation comes at the
+``1 - 0.9 * step_count / max_steps``; a wrong action never ends the episode, except in the ``*Debug``
+levels, whose strict instructions fail (terminated, reward 0, see ``verifier``); truncation comes at the
 episode's ``max_steps``, which depends on the instruction (``num_navs * room_size**2 * rows * cols``) unless
 ``params.max_steps`` is set to a positive value.
 
@@ -69,12 +70,12 @@ class BabyAIEnvironment(Environment):
 
     def step_env(self, key: jax.Array, state: I.BabyAIState, action: jax.Array, params: I.BabyAIParams):
         world, moved = transition(state.world, action)
-        check, success = verifier.verify(state.verifier, state.instr, world, action, moved.dropped)
+        check, success, failure = verifier.verify_status(state.verifier, state.instr, world, action, moved.dropped)
         # MiniGridEnv.step's own rule (no goal or lava in the paper levels, but imported grids may have them)
         entered = jnp.where(moved.entered, moved.front_before[C.TYPE], C.EMPTY)
-        success = success | (entered == C.GOAL)
+        success = (success | (entered == C.GOAL)) & ~failure  # a failed instruction overrides the reward with 0
         reward = jnp.where(success, success_reward(world.step_count, state.max_steps), 0.0)
-        terminated = success | (entered == C.LAVA)
+        terminated = success | failure | (entered == C.LAVA)
         truncated = world.step_count >= state.max_steps
         state = state.replace(world=world, verifier=check)
         info = {"success": success, "episode_steps": world.step_count}

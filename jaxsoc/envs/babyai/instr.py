@@ -47,6 +47,10 @@ class Instruction:
         desc_type, desc_color, desc_loc: ``[4, 2]`` the leaf's descriptions (index 1 only for put next).
         seq: ``[]`` ``SEQ_NONE`` (part A only), ``SEQ_BEFORE`` ("A, then B") or ``SEQ_AFTER``
             ("A after you B": B must be done first).
+        strict: ``bool[4]`` minigrid's ``strict`` flag of each leaf (``OpenInstr``, ``PickupInstr``,
+            ``PutNextInstr``; the ``*Debug`` levels): a wrong ``open`` or ``pick up`` makes the leaf fail, and a
+            failing leaf that is a whole part ends the episode with reward 0 (see ``verifier``). ``None``, the
+            default of every other level, means no strict leaf (no array, so their pytrees are unchanged).
     """
 
     action: jax.Array
@@ -54,6 +58,7 @@ class Instruction:
     desc_color: jax.Array
     desc_loc: jax.Array
     seq: jax.Array
+    strict: jax.Array | None = None
 
 
 @struct.dataclass
@@ -105,9 +110,10 @@ class BabyAIState:
     mission: jax.Array
 
 
-def make_instruction(leaves, seq: int = SEQ_NONE) -> Instruction:
+def make_instruction(leaves, seq: int = SEQ_NONE, strict=None) -> Instruction:
     """Builds an ``Instruction`` on the host from up to four leaves ``(action, [(type, color, loc), ...])``
-    (``None`` for an absent leaf), in leaf order ``A.0, A.1, B.0, B.1``."""
+    (``None`` for an absent leaf), in leaf order ``A.0, A.1, B.0, B.1``; ``strict``: the leaves' strict flags
+    (a sequence of four booleans) or ``None`` for none."""
     action = [ACT_NONE] * MAX_LEAVES
     types = [[ANY_TYPE, ANY_TYPE] for _ in range(MAX_LEAVES)]
     colors = [[ANY_COLOR, ANY_COLOR] for _ in range(MAX_LEAVES)]
@@ -119,4 +125,5 @@ def make_instruction(leaves, seq: int = SEQ_NONE) -> Instruction:
         for d, (t, c, loc) in enumerate(descs):
             types[leaf][d], colors[leaf][d], locs[leaf][d] = t, c, loc
     as_array = lambda x: jnp.asarray(x, jnp.int32)  # noqa: E731
-    return Instruction(as_array(action), as_array(types), as_array(colors), as_array(locs), as_array(seq))
+    flags = None if strict is None else jnp.asarray(strict, bool).reshape(MAX_LEAVES)
+    return Instruction(as_array(action), as_array(types), as_array(colors), as_array(locs), as_array(seq), flags)

@@ -17,8 +17,18 @@ when nothing was carried at the leaf's previous evaluation and the carried objec
 next`` after a ``drop`` of the object carried at the previous evaluation, when it is in the move set and
 the drop cell is a 4-neighbour of a snapshot cell of the fixed set. An ``and`` part evaluates its
 unfinished clauses every step; a sequence evaluates its second part (B for "then", A for "after you") from
-the step on which the first part finishes, that same step included. Nothing fails: the 19 levels never
-use minigrid's ``strict`` mode or done-actions.
+the step on which the first part finishes, that same step included.
+
+Strict leaves (``Instruction.strict``, minigrid's ``strict=True``, used only by the ``*Debug`` levels) can
+*fail*: a strict ``open`` leaf when a ``toggle`` leaves a door in front that is not an open door of its set
+(another door, a locked one, or its own door closed again), a strict ``pick up`` leaf when a ``pickup`` action
+ends with something carried that does not complete it (also a ``pickup`` while already carrying), a strict
+``put next`` leaf on any ``pickup`` action that ends with something carried. As in minigrid, a failure only
+counts for a leaf that is a whole part (an ``and`` part ignores its clauses' failures) and only when that
+part is evaluated: then the instruction fails. So a sequence of two strict ``open`` leaves fails on the very
+step its first door opens, when the second part is evaluated with the same ``toggle`` (minigrid's
+``OpenDoorsOrder*Debug``). minigrid's strict sequences (``BeforeInstr(..., strict=True)``) and done-actions
+are not modelled: no level uses them.
 """
 
 from __future__ import annotations
@@ -47,16 +57,22 @@ def match_sets(world: GridState, instr: I.Instruction, params: I.BabyAIParams) -
     """minigrid's ``find_matching_objs`` at the current pose for every description.
 
     Returns ``(obj_set, count)``: ``bool[4, 2, MAX_OBJECTS]`` the matching object ids and ``int32[4, 2]``
-    how many objects matched (0 for unused descriptions).
+    how many objects matched (0 for unused descriptions). A description without a type ("the grey object")
+    also matches minigrid's grey walls: they count (the text then says "a") but are not in ``obj_set``
+    (a wall can be neither picked up, opened nor moved).
     """
     lay = RG.layout(params.room_size, params.num_rows, params.num_cols)
     ids = world.grid[..., C.OBJ_ID].astype(jnp.int32)
+    kind, color = world.grid[..., C.TYPE].astype(jnp.int32), world.grid[..., C.COLOR].astype(jnp.int32)
+    locations = RG.location_masks(lay, world.agent_pos, world.agent_dir)
 
     def one(desc_type, desc_color, desc_loc, used):
         mask = RG.match_mask(lay, world.grid, world.agent_pos, world.agent_dir, desc_type, desc_color, desc_loc)
         mask = mask & used
         obj_set = jnp.zeros(I.MAX_OBJECTS, bool).at[ids].max(mask, mode="drop").at[0].set(False)
-        return obj_set, jnp.sum(mask, dtype=jnp.int32)
+        walls = (kind == C.WALL) & (desc_type == I.ANY_TYPE) & ((desc_color == I.ANY_COLOR) | (color == desc_color))
+        walls = walls & locations[desc_loc] & used
+        return obj_set, jnp.sum(mask, dtype=jnp.int32) + jnp.sum(walls, dtype=jnp.int32)
 
     per_desc = jax.vmap(jax.vmap(one))
     return per_desc(instr.desc_type, instr.desc_color, instr.desc_loc, used_descriptions(instr))
@@ -111,13 +127,45 @@ def leaf_success(
     )
 
 
+def leaf_failure(instr: I.Instruction, world: GridState, action: jax.Array, success: jax.Array) -> jax.Array:
+    """Returns ``bool[4]``: whether each leaf would report ``"failure"`` if evaluated now (only strict
+    leaves can; all False when ``instr.strict`` is None).
+
+    ``world`` is the state after the action and ``success`` the leaves' ``leaf_success``.
+    """
+    if instr.strict is None:
+        return jnp.zeros(I.MAX_LEAVES, bool)
+    height, width = world.grid.shape[:2]
+    front = world.agent_pos + jnp.asarray(_DIR_TO_VEC)[world.agent_dir]
+    fx, fy = jnp.clip(front[0], 0, width - 1), jnp.clip(front[1], 0, height - 1)
+    toggled_door = (action == C.TOGGLE) & (world.grid[fy, fx, C.TYPE] == C.DOOR)
+    picked_something = (action == C.PICKUP) & (world.carrying[C.TYPE] != C.EMPTY)
+    kind = instr.action
+    failed = (
+        ((kind == I.ACT_OPEN) & toggled_door & ~success)
+        | ((kind == I.ACT_PICKUP) & picked_something & ~success)
+        | ((kind == I.ACT_PUTNEXT) & picked_something)
+    )
+    return failed & instr.strict
+
+
 def verify(
     verifier: I.VerifierState, instr: I.Instruction, world: GridState, action: jax.Array, dropped: jax.Array
 ) -> tuple[I.VerifierState, jax.Array]:
     """One step of minigrid's ``update_objs_poss`` (on ``drop``) and ``instrs.verify(action)``.
 
     ``world`` is the state after the action. Returns ``(verifier, success)``; ``success`` is ``bool[]``.
+    A failed strict instruction (see ``verify_status``) is not reported here.
     """
+    verifier, success, _ = verify_status(verifier, instr, world, action, dropped)
+    return verifier, success
+
+
+def verify_status(
+    verifier: I.VerifierState, instr: I.Instruction, world: GridState, action: jax.Array, dropped: jax.Array
+) -> tuple[I.VerifierState, jax.Array, jax.Array]:
+    """``verify`` with minigrid's three outcomes: returns ``(verifier, success, failure)``, ``bool[]`` each
+    (never both True; ``failure`` only with strict leaves, see the module docstring)."""
     action = jnp.asarray(action, jnp.int32)
     snapshot = jnp.where(action == C.DROP, world.grid[..., C.OBJ_ID], verifier.id_snapshot)
     verifier = verifier.replace(id_snapshot=snapshot)
@@ -141,10 +189,13 @@ def verify(
     finished = first_done & (~is_seq | part_finished(done, in_second))
 
     evaluated = eval_first | eval_second
+    # a failing leaf fails the instruction when it is a whole part (an "and" part swallows the failure)
+    alone = jnp.sum(present[None, :] & (part[None, :] == jnp.arange(2)[:, None]), axis=1)[part] == 1
+    failure = jnp.any(evaluated & alone & leaf_failure(instr, world, action, success))
     carried = world.carrying[C.OBJ_ID]
     verifier = verifier.replace(
         pre_carrying=jnp.where(evaluated, carried, verifier.pre_carrying),
         leaf_done=done,
         part_done=jnp.stack([part_finished(done, part == 0), part_finished(done, part == 1)]),
     )
-    return verifier, finished
+    return verifier, finished, failure
