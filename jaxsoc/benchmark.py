@@ -276,7 +276,21 @@ def registry_ids() -> list[str]:
         family, group = env_family(name)
         return (family == "MiniGrid" and group != "classic") or (family, group) == ("BabyAI", "bonus")
 
-    return [name for name in jaxsoc.registered_envs() if beyond_suites(name)]
+    return [name for name in jaxsoc.registered_envs() if beyond_suites(name) and _bank_available(name)]
+
+
+def _bank_available(name: str) -> bool:
+    """False for a WFC id whose layout bank cannot be built here (no minigrid, or no pattern images), logged."""
+    from jaxsoc.envs.gridworld import wfc, wfc_bank
+
+    if name not in wfc.ENVS:
+        return True
+    try:
+        wfc_bank.wfc_config(wfc.ENVS[name][1]["preset"])
+    except (ImportError, FileNotFoundError) as error:
+        _log(f"{name}: skipped ({error})")
+        return False
+    return True
 
 
 def run_registry_table(

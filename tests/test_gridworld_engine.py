@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from minigrid.core.grid import Grid
 from minigrid.core.world_object import Ball, Door, Wall
+from minigrid_wfc_reference import stand_in_layouts
 
 import jaxsoc
 from jaxsoc.envs.babyai import ALIASES
@@ -18,6 +19,7 @@ from jaxsoc.envs.gridworld import constants as C
 from jaxsoc.envs.gridworld.dynamics import transition
 from jaxsoc.envs.gridworld.observation import observe, process_vis
 from jaxsoc.envs.gridworld.state import GridParams, make_state
+from jaxsoc.envs.gridworld.wfc import ENVS as WFC_ENVS
 
 # ----------------------------------------------------------------------------------------------
 # process_vis against minigrid's own Grid.process_vis on random 7x7 views
@@ -192,7 +194,10 @@ def _contract_params() -> list:
 
 @pytest.fixture(scope="module", params=_contract_params())
 def env_and_params(request):
-    return jaxsoc.make(request.param)
+    env, params = jaxsoc.make(request.param)
+    if request.param in WFC_ENVS:  # minigrid's wheel has no WFC pattern images to build the bank from
+        env.set_layouts(stand_in_layouts())
+    return env, params
 
 
 def test_reset_and_step_every_env(env_and_params):

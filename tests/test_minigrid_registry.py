@@ -57,7 +57,14 @@ def _observe(params):
 
 def _import(name: str, seed: int):
     ref = gym.make(name)
-    obs, _ = ref.reset(seed=seed)
+    try:
+        obs, _ = ref.reset(seed=seed)
+    except FileNotFoundError as error:
+        assert name.startswith("MiniGrid-WFC-"), error
+        pytest.skip(
+            "minigrid 3.2.0 cannot reset its WFC ids (its wheel has no pattern images); tests/test_minigrid_wfc.py "
+            "compares them on stand-in patterns"
+        )
     env, state, params = from_minigrid(ref)
     return ref, obs, env, state, params
 
