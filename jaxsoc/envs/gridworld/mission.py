@@ -18,7 +18,7 @@ from jaxsoc.envs.gridworld import constants as C
 MAX_TOKENS = 20  # LockedRoom's mission, the longest, has 17 words
 
 _WORDS = """a and at avoid end fetch find from get go green hallway matching must near of open opening
-pick put reach room room, rooms square the then to traverse unlock up use you maze"""
+pick put reach room room, rooms square the then to traverse unlock up use you maze object"""
 
 #: word 0 is padding; then the colours and object types in ``constants`` order, then the other words
 VOCAB: tuple[str, ...] = tuple(
