@@ -76,8 +76,8 @@ class Layout:
     """
 
     def __init__(self, room_size: int, num_rows: int, num_cols: int):
-        if room_size < 4:
-            raise ValueError("room_size must be at least 4")
+        if room_size < 3:  # minigrid's KeyCorridorS3R* rooms have side 3: one interior cell
+            raise ValueError("room_size must be at least 3")
         self.room_size, self.num_rows, self.num_cols = room_size, num_rows, num_cols
         step = room_size - 1
         self.height, self.width = step * num_rows + 1, step * num_cols + 1

@@ -59,20 +59,29 @@ def match_sets(world: GridState, instr: I.Instruction, params: I.BabyAIParams) -
     Returns ``(obj_set, count)``: ``bool[4, 2, MAX_OBJECTS]`` the matching object ids and ``int32[4, 2]``
     how many objects matched (0 for unused descriptions). A description without a type ("the grey object")
     also matches minigrid's grey walls: they count (the text then says "a") but are not in ``obj_set``
-    (a wall can be neither picked up, opened nor moved).
+    (a wall can be neither picked up, opened nor moved). An object the agent carries at reset (the
+    ``PutNextS*N*Carrying`` levels) matches a description without a location: minigrid resets the verifier
+    while it still lies on the grid, then hands it to the agent.
     """
     lay = RG.layout(params.room_size, params.num_rows, params.num_cols)
     ids = world.grid[..., C.OBJ_ID].astype(jnp.int32)
     kind, color = world.grid[..., C.TYPE].astype(jnp.int32), world.grid[..., C.COLOR].astype(jnp.int32)
     locations = RG.location_masks(lay, world.agent_pos, world.agent_dir)
 
+    held_type, held_color = world.carrying[C.TYPE].astype(jnp.int32), world.carrying[C.COLOR].astype(jnp.int32)
+    held_id = world.carrying[C.OBJ_ID].astype(jnp.int32)
+
     def one(desc_type, desc_color, desc_loc, used):
         mask = RG.match_mask(lay, world.grid, world.agent_pos, world.agent_dir, desc_type, desc_color, desc_loc)
         mask = mask & used
-        obj_set = jnp.zeros(I.MAX_OBJECTS, bool).at[ids].max(mask, mode="drop").at[0].set(False)
+        held = (held_type != C.EMPTY) & used & (desc_loc == I.LOC_NONE)
+        held = held & ((desc_type == I.ANY_TYPE) | (desc_type == held_type))
+        held = held & ((desc_color == I.ANY_COLOR) | (desc_color == held_color))
+        obj_set = jnp.zeros(I.MAX_OBJECTS, bool).at[ids].max(mask, mode="drop").at[held_id].max(held, mode="drop")
+        obj_set = obj_set.at[0].set(False)
         walls = (kind == C.WALL) & (desc_type == I.ANY_TYPE) & ((desc_color == I.ANY_COLOR) | (color == desc_color))
         walls = walls & locations[desc_loc] & used
-        return obj_set, jnp.sum(mask, dtype=jnp.int32) + jnp.sum(walls, dtype=jnp.int32)
+        return obj_set, jnp.sum(mask, dtype=jnp.int32) + jnp.sum(walls, dtype=jnp.int32) + held.astype(jnp.int32)
 
     per_desc = jax.vmap(jax.vmap(one))
     return per_desc(instr.desc_type, instr.desc_color, instr.desc_loc, used_descriptions(instr))

@@ -3,11 +3,14 @@
 A level module defines an *attempt* ``attempt(bits, lay) -> (RoomGridState, Instruction, accepted)``: one
 run of minigrid's ``gen_mission`` + ``validate_instrs`` drawing its randomness from ``bits``
 (``roomgrid.Bits``), with ``accepted`` False where minigrid would raise ``RejectSampling`` or
-``RecursionError``. ``LevelGenerator`` turns it into ``generate(key, params) -> (GridState, Instruction)``:
-the first accepted of a sequence of attempts with fresh randomness, as ``RoomGridLevel._gen_grid`` restarts
-the whole level. The attempts are not a loop with a data-dependent stop (on a GPU such a loop reads its
-condition back to the host every iteration): all ``MAX_TRIES[level]`` attempts run (up to ``MAX_PARALLEL``
-at once with ``vmap`` on accelerators) and the first accepted one is selected.
+``RecursionError``. A level whose agent starts with an object in hand (minigrid's
+``PutNext(start_carrying)``) returns a fourth element, the carried cell (``uint8[NUM_CHANNELS]``, with its
+``OBJ_ID``), which becomes the ``GridState``'s ``carrying``; a three-element attempt starts empty-handed.
+``LevelGenerator`` turns it into ``generate(key, params) -> (GridState, Instruction)``: the first accepted
+of a sequence of attempts with fresh randomness, as ``RoomGridLevel._gen_grid`` restarts the whole level.
+The attempts are not a loop with a data-dependent stop (on a GPU such a loop reads its condition back to the
+host every iteration): all ``MAX_TRIES[level]`` attempts run (up to ``MAX_PARALLEL`` at once with ``vmap``
+on accelerators) and the first accepted one is selected.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import jax.numpy as jnp
 
 from jaxsoc.envs.babyai import instr as I
 from jaxsoc.envs.babyai import roomgrid as RG
+from jaxsoc.envs.gridworld import constants as C
 from jaxsoc.envs.gridworld.state import GridState, make_state
 
 # Attempts per reset, per level: the K = MAX_TRIES[level] attempts all run, so a reset costs K attempts, and
@@ -76,7 +80,8 @@ class LevelGenerator:
 
     Args:
         name: the level's name (for messages, and its ``MAX_TRIES`` entry).
-        attempt: ``attempt(bits, lay) -> (RoomGridState, Instruction, accepted)`` (see the module docstring).
+        attempt: ``attempt(bits, lay) -> (RoomGridState, Instruction, accepted[, carrying])`` (see the module
+            docstring).
         max_tries: the number of attempts per reset, ``K`` (default ``MAX_TRIES[name]``). When every attempt
             is rejected (probability below ``1e-12`` with the defaults), the last attempt is returned as is;
             ``sample`` reports it.
@@ -97,12 +102,19 @@ class LevelGenerator:
     def __repr__(self):
         return f"LevelGenerator({self.name!r})"
 
+    def _run(self, bits: RG.Bits, lay: RG.Layout):
+        """Returns ``(RoomGridState, Instruction, carrying, accepted)`` of one attempt, ``carrying`` the
+        ``uint8[NUM_CHANNELS]`` cell the agent starts with (``EMPTY_CELL`` for a three-element attempt)."""
+        level, instruction, accepted, *held = self.attempt(bits, lay)
+        carrying = held[0] if held else jnp.asarray(C.EMPTY_CELL)
+        return level, instruction, jnp.asarray(carrying, jnp.uint8), accepted
+
     def _shapes(self, lay: RG.Layout):
         """Returns ``(words, shapes)``: how many random ``uint32`` words one attempt uses and the shapes of
-        its outputs, from one abstract trace (cached per layout)."""
+        its outputs ``(level, instruction, carrying, accepted)``, from one abstract trace (cached per layout)."""
         if lay not in self._traced:
             counter = RG.Bits(None)
-            shapes = jax.eval_shape(lambda: self.attempt(counter, lay))
+            shapes = jax.eval_shape(lambda: self._run(counter, lay))
             self._traced[lay] = (counter.used, shapes)
         return self._traced[lay]
 
@@ -110,13 +122,19 @@ class LevelGenerator:
         """Returns the number of random ``uint32`` words one attempt uses."""
         return self._shapes(lay)[0]
 
-    def _try(self, key: jax.Array, lay: RG.Layout):
+    def _try_carrying(self, key: jax.Array, lay: RG.Layout):
+        """Returns ``(RoomGridState, Instruction, carrying, accepted)`` of the attempt drawn from ``key``."""
         n = self.num_words(lay)
         bits = RG.Bits(jax.random.bits(key, (n,), jnp.uint32))
-        level, instruction, accepted = self.attempt(bits, lay)
+        level, instruction, carrying, accepted = self._run(bits, lay)
         if bits.used != n:
             raise AssertionError(f"{self.name}: attempt used {bits.used} random words, expected {n}")
-        return level, instruction, accepted & level.ok
+        return level, instruction, carrying, accepted & level.ok
+
+    def _try(self, key: jax.Array, lay: RG.Layout):
+        """Returns ``(RoomGridState, Instruction, accepted)`` of the attempt drawn from ``key``."""
+        level, instruction, _, accepted = self._try_carrying(key, lay)
+        return level, instruction, accepted
 
     def sample(self, key: jax.Array, params: I.BabyAIParams):
         """Returns ``(GridState, Instruction, accepted, tries)``: the level, whether it passed every check
@@ -147,21 +165,23 @@ class LevelGenerator:
         def round_(carry, xs):
             found, chosen, number = carry
             r, keys = xs
-            levels, instructions, accepted = jax.vmap(lambda sub: self._try(sub, lay))(keys)
+            levels, instructions, carried, accepted = jax.vmap(lambda sub: self._try_carrying(sub, lay))(keys)
             index = r * parallel + jnp.arange(parallel, dtype=jnp.int32)
             accepted = accepted & (index < tries)  # keys past the last attempt only pad the last round
             first = jnp.argmax(accepted)  # the round's first accepted attempt (0 if none)
             # the first accepted attempt of all, else (in the last round) the last attempt
             pick = jnp.where(accepted[first], first, (tries - 1) % parallel)
             take = ~found & (accepted[first] | (r == rounds - 1))
-            chosen = jax.tree.map(lambda new, old: jnp.where(take, new[pick], old), (levels, instructions), chosen)
+            chosen = jax.tree.map(
+                lambda new, old: jnp.where(take, new[pick], old), (levels, instructions, carried), chosen
+            )
             return (found | accepted[first], chosen, jnp.where(take, index[pick], number)), None
 
-        nothing = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), self._shapes(lay)[1][:2])
+        nothing = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), self._shapes(lay)[1][:3])
         init = (jnp.bool_(False), nothing, jnp.int32(0))
         xs = (jnp.arange(rounds, dtype=jnp.int32), subs.reshape(rounds, parallel))
-        (accepted, (level, instruction), number), _ = jax.lax.scan(round_, init, xs)
-        world = make_state(level.grid, level.agent_pos, level.agent_dir)
+        (accepted, (level, instruction, carrying), number), _ = jax.lax.scan(round_, init, xs)
+        world = make_state(level.grid, level.agent_pos, level.agent_dir, carrying=carrying)
         return world, instruction, accepted, number + 1
 
     def __call__(self, key: jax.Array, params: I.BabyAIParams) -> tuple[GridState, I.Instruction]:

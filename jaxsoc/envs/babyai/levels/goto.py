@@ -39,50 +39,72 @@ def go_to_obj(bits, lay):
     return state, leaf_instruction(I.ACT_GOTO, [types[0]], [colors[0]]), jnp.bool_(True)
 
 
-def _red_ball_room(bits, lay, grey: bool):
+def red_ball_room(bits, lay, grey: bool, num_dists: int = 7):
+    """A red ball, then ``num_dists`` random distractors (grey with ``grey``), all reachable."""
     state = RG.place_agent(lay, RG.init(lay, bits), bits)
     first = lay.num_walls + 1
     state, _ = RG.add_object(lay, state, bits.one(), 0, C.BALL, C.RED, first)
-    types, colors = RG.random_kinds(bits, 7, all_unique=False)
-    if grey:  # GoToRedBallGrey recolours its distractors after placing them
-        colors = jnp.full(7, C.GREY, jnp.int32)
-    state, _ = RG.add_objects(
-        lay, state, bits, jnp.zeros(7, jnp.int32), types, colors, jnp.arange(first + 1, first + 8)
-    )
+    if num_dists:
+        types, colors = RG.random_kinds(bits, num_dists, all_unique=False)
+        if grey:  # GoToRedBallGrey recolours its distractors after placing them
+            colors = jnp.full(num_dists, C.GREY, jnp.int32)
+        rooms, ids = jnp.zeros(num_dists, jnp.int32), jnp.arange(first + 1, first + 1 + num_dists)
+        state, _ = RG.add_objects(lay, state, bits, rooms, types, colors, ids)
     instruction = leaf_instruction(I.ACT_GOTO, [C.BALL], [C.RED])
     return state, instruction, RG.objects_reachable(state)
 
 
 def go_to_red_ball_grey(bits, lay):
     """GoToRedBallGrey: a red ball and 7 grey keys/balls/boxes, all reachable; "go to the red ball"."""
-    return _red_ball_room(bits, lay, grey=True)
+    return red_ball_room(bits, lay, grey=True)
 
 
 def go_to_red_ball(bits, lay):
     """GoToRedBall: a red ball and 7 random distractors (more red balls possible), all reachable."""
-    return _red_ball_room(bits, lay, grey=False)
+    return red_ball_room(bits, lay, grey=False)
 
 
-def go_to_local(bits, lay):
-    """GoToLocal: 8 random objects in one room, all reachable; go to one of them (by type and colour)."""
-    state = RG.place_agent(lay, RG.init(lay, bits), bits)
-    state, types, colors, _ = RG.add_distractors(lay, state, bits, 8, lay.num_walls + 1, room=0)
-    kind, color = pick(bits.one(), types, colors)
-    return state, leaf_instruction(I.ACT_GOTO, [kind], [color]), RG.objects_reachable(state)
+def local_attempt(num_dists: int):
+    """Returns the GoToLocal attempt with ``num_dists`` random objects in the one room."""
 
-
-def _go_to(num_dists):
     def attempt(bits, lay):
-        state, types, colors = maze_with_distractors(bits, lay, num_dists)
+        state = RG.place_agent(lay, RG.init(lay, bits), bits)
+        state, types, colors, _ = RG.add_distractors(lay, state, bits, num_dists, lay.num_walls + 1, room=0)
         kind, color = pick(bits.one(), types, colors)
         return state, leaf_instruction(I.ACT_GOTO, [kind], [color]), RG.objects_reachable(state)
 
     return attempt
 
 
-go_to_obj_maze = _go_to(1)
+go_to_local = local_attempt(8)
+go_to_local.__doc__ = "GoToLocal: 8 random objects in one room, all reachable; go to one of them (by type and colour)."
+
+
+def open_all_doors(state: RG.RoomGridState) -> RG.RoomGridState:
+    """minigrid's ``open_all_doors``: every door of the grid open (locked ones too)."""
+    grid = state.grid
+    doors = grid[..., C.TYPE] == C.DOOR
+    return state.replace(grid=grid.at[..., C.STATE].set(jnp.where(doors, C.OPEN, grid[..., C.STATE])))
+
+
+def maze_attempt(num_dists: int, doors_open: bool = False):
+    """Returns the GoTo attempt (``maze_with_distractors``, all objects reachable, go to one of them) with
+    ``num_dists`` objects; ``doors_open`` opens every door at the end, as GoTo's ``doors_open`` option."""
+
+    def attempt(bits, lay):
+        state, types, colors = maze_with_distractors(bits, lay, num_dists)
+        kind, color = pick(bits.one(), types, colors)
+        accepted = RG.objects_reachable(state)
+        if doors_open:  # GoTo opens the doors after its checks
+            state = open_all_doors(state)
+        return state, leaf_instruction(I.ACT_GOTO, [kind], [color]), accepted
+
+    return attempt
+
+
+go_to_obj_maze = maze_attempt(1)
 go_to_obj_maze.__doc__ = "GoToObjMaze: 3x3 rooms joined by closed doors, one object; go to it."
-go_to = _go_to(18)
+go_to = maze_attempt(18)
 go_to.__doc__ = "GoTo: 3x3 rooms joined by closed doors, 18 objects, all reachable; go to one of them."
 
 

@@ -24,14 +24,23 @@ def next_to(pos_a: jnp.ndarray, pos_b: jnp.ndarray) -> jnp.ndarray:
     return jnp.sum(jnp.abs(pos_a - pos_b)) == 1
 
 
-def put_next_local(bits, lay):
-    """PutNextLocal: 8 distinct (type, colour) objects in one room, all reachable; put one next to another
-    (rejected when they already are)."""
-    state = RG.place_agent(lay, RG.init(lay, bits), bits)
-    state, types, colors, pos = RG.add_distractors(lay, state, bits, 8, lay.num_walls + 1, room=0, all_unique=True)
-    a, b = ordered_pair(bits, 8)
-    instruction = leaf_instruction(I.ACT_PUTNEXT, [types[a], types[b]], [colors[a], colors[b]])
-    return state, instruction, RG.objects_reachable(state) & ~next_to(pos[a], pos[b])
+def make_put_next_local(num_objs: int = 8):
+    """Returns the attempt of ``PutNextLocal(num_objs=num_objs)`` (the room size comes from the layout)."""
+
+    def attempt(bits, lay):
+        state = RG.place_agent(lay, RG.init(lay, bits), bits)
+        first = lay.num_walls + 1
+        state, types, colors, pos = RG.add_distractors(lay, state, bits, num_objs, first, room=0, all_unique=True)
+        a, b = ordered_pair(bits, num_objs)
+        instruction = leaf_instruction(I.ACT_PUTNEXT, [types[a], types[b]], [colors[a], colors[b]])
+        return state, instruction, RG.objects_reachable(state) & ~next_to(pos[a], pos[b])
+
+    return attempt
+
+
+put_next_local = make_put_next_local(8)
+put_next_local.__doc__ = """PutNextLocal: 8 distinct (type, colour) objects in one room, all reachable; put one next
+to another (rejected when they already are)."""
 
 
 def put_next(bits, lay):
