@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import minigrid  # noqa: F401  (registers the MiniGrid ids)
 import numpy as np
+import pytest
 from minigrid.core.grid import Grid
 from minigrid.core.mission import MissionSpace
 from minigrid.core.world_object import Ball, Box, Door, Floor, Goal, Key, Lava, Wall
@@ -108,6 +109,23 @@ def record_episode(env, actions: np.ndarray) -> dict[str, np.ndarray]:
     arrays = {k: np.asarray(v) for k, v in out.items()}
     arrays["steps"] = len(out["reward"])
     return arrays
+
+
+def assert_episode_matches(label: str, fields, outs, row: int, rec: dict, actions) -> int:
+    """Compares row ``row`` of a replay's per-step outputs ``outs`` (one array per name of ``fields``, batch first)
+    with minigrid's record ``rec`` (``record_episode``) over its ``rec["steps"]`` steps: rewards to 1e-6, the rest
+    exactly. Fails at the first differing field and step, naming ``label`` and the action; returns the steps."""
+    n = rec["steps"]
+    for field, ours in zip(fields, outs):
+        mine, theirs = ours[row, :n], rec[field]
+        bad = np.abs(mine - theirs) > 1e-6 if field == "reward" else (mine != theirs).reshape(n, -1).any(axis=1)
+        if bad.any():
+            t = int(np.argmax(bad))
+            pytest.fail(
+                f"{label}: {field} differs first at step {t} (action {actions[t]}):\n"
+                f"jaxsoc={mine[t]!r}\nminigrid={theirs[t]!r}"
+            )
+    return n
 
 
 def _passable(obj) -> bool:

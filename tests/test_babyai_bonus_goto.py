@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from babyai_reference import register_reference_levels
-from minigrid_reference import INTERACT, UNIFORM, record_episode, scan_replayer
+from minigrid_reference import INTERACT, UNIFORM, assert_episode_matches, record_episode, scan_replayer
 from test_babyai_differential import bot_actions
 from test_gridworld_generation import chi2_homogeneity_p, features
 
@@ -85,20 +85,10 @@ def compare(replay, episodes: list, label: str, shared_params=None) -> int:
         actions[k, : len(acts)] = acts
     params = stack([e[1] for e in batch]) if shared_params is None else shared_params
     outs = [np.asarray(o) for o in replay(stack([e[0] for e in batch]), jnp.asarray(actions), params)]
-    compared = 0
-    for k, (_, _, acts, rec) in enumerate(episodes):
-        n = rec["steps"]
-        compared += n
-        for field, ours in zip(FIELDS, outs):
-            mine, theirs = ours[k, :n], rec[field]
-            bad = np.abs(mine - theirs) > 1e-6 if field == "reward" else (mine != theirs).reshape(n, -1).any(axis=1)
-            if bad.any():
-                t = int(np.argmax(bad))
-                pytest.fail(
-                    f"{label} episode {k}: {field} differs first at step {t} (action {acts[t]}):\n"
-                    f"jaxsoc={mine[t]!r}\nminigrid={theirs[t]!r}"
-                )
-    return compared
+    return sum(
+        assert_episode_matches(f"{label} episode {k}", FIELDS, outs, k, rec, acts)
+        for k, (_, _, acts, rec) in enumerate(episodes)
+    )
 
 
 def babyai_episodes(level_id: str, seeds) -> tuple[list, dict]:

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from babyai_reference import make_level
-from minigrid_reference import INTERACT, UNIFORM, _path_to_face, record_episode, scan_replayer
+from minigrid_reference import INTERACT, UNIFORM, _path_to_face, assert_episode_matches, record_episode, scan_replayer
 from test_babyai_differential import bot_actions
 
 import jaxsoc
@@ -156,20 +156,10 @@ def compare(episodes: list) -> int:
     for k, e in enumerate(batch):
         actions[k, : len(e[3])] = e[3]
     outs = [np.asarray(o) for o in _replayer()(states, jnp.asarray(actions), episodes[0][2])]
-    compared = 0
-    for k, (name, _, _, acts, rec) in enumerate(episodes):
-        n = rec["steps"]
-        compared += n
-        for field, ours in zip(FIELDS, outs):
-            mine, theirs = ours[k, :n], rec[field]
-            bad = np.abs(mine - theirs) > 1e-06 if field == "reward" else (mine != theirs).reshape(n, -1).any(axis=1)
-            if bad.any():
-                t = int(np.argmax(bad))
-                pytest.fail(
-                    f"{name} episode {k}: {field} differs first at step {t} (action {acts[t]}):\n"
-                    f"jaxsoc={mine[t]!r}\nminigrid={theirs[t]!r}"
-                )
-    return compared
+    return sum(
+        assert_episode_matches(f"{name} episode {k}", FIELDS, outs, k, rec, acts)
+        for k, (name, _, _, acts, rec) in enumerate(episodes)
+    )
 
 
 def episodes_of(name: str, seeds) -> tuple[list, int]:

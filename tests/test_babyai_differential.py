@@ -30,7 +30,7 @@ from minigrid.envs.babyai.core.verifier import (
     PutNextInstr,
 )
 from minigrid.utils.baby_ai_bot import BabyAIBot
-from minigrid_reference import INTERACT, UNIFORM, record_episode, scan_replayer
+from minigrid_reference import INTERACT, UNIFORM, assert_episode_matches, record_episode, scan_replayer
 
 import jaxsoc
 from jaxsoc.envs.babyai import language
@@ -99,20 +99,10 @@ def compare(name: str, episodes: list) -> int:
         actions[k, : len(acts)] = acts
     outs = _replayer(name)(states, jnp.asarray(actions), episodes[0][1])
     outs = [np.asarray(o) for o in outs]
-    compared = 0
-    for k, (_, _, acts, rec) in enumerate(episodes):
-        n = rec["steps"]
-        compared += n
-        for field, ours in zip(FIELDS, outs):
-            mine, theirs = ours[k, :n], rec[field]
-            bad = np.abs(mine - theirs) > 1e-06 if field == "reward" else (mine != theirs).reshape(n, -1).any(axis=1)
-            if bad.any():
-                t = int(np.argmax(bad))
-                pytest.fail(
-                    f"{name} episode {k}: {field} differs first at step {t} (action {acts[t]}):\n"
-                    f"jaxsoc={mine[t]!r}\nminigrid={theirs[t]!r}"
-                )
-    return compared
+    return sum(
+        assert_episode_matches(f"{name} episode {k}", FIELDS, outs, k, rec, acts)
+        for k, (_, _, acts, rec) in enumerate(episodes)
+    )
 
 
 def imported(name: str, seed: int, max_steps: int | None = None):

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from minigrid_reference import INTERACT, UNIFORM, make_reference, record_episode, solve
+from minigrid_reference import INTERACT, UNIFORM, assert_episode_matches, make_reference, record_episode, solve
 
 import jaxsoc
 from jaxsoc.compat import from_minigrid
@@ -150,20 +150,10 @@ def compare(key, episodes: list, length: int = 256) -> int:
         actions[k, : len(acts)] = acts
     outs = replayer(key)(_stack([e[0] for e in batch]), jnp.asarray(actions), _stack([e[1] for e in batch]))
     outs = [np.asarray(o) for o in outs]
-    compared = 0
-    for k, (_, _, acts, rec) in enumerate(episodes):
-        n = rec["steps"]
-        compared += n
-        for field, ours in zip(FIELDS, outs):
-            mine, theirs = ours[k, :n], rec[field]
-            bad = np.abs(mine - theirs) > 1e-6 if field == "reward" else (mine != theirs).reshape(n, -1).any(axis=1)
-            if bad.any():
-                t = int(np.argmax(bad))
-                pytest.fail(
-                    f"{key} episode {k}: {field} differs first at step {t} (action {acts[t]}):\n"
-                    f"jaxsoc={mine[t]!r}\nminigrid={theirs[t]!r}"
-                )
-    return compared
+    return sum(
+        assert_episode_matches(f"{key} episode {k}", FIELDS, outs, k, rec, acts)
+        for k, (_, _, acts, rec) in enumerate(episodes)
+    )
 
 
 def check_ids(names: list[str], seeds: int) -> None:

@@ -23,7 +23,7 @@ from minigrid_obstructed_reference import (
     solve_locked_room,
     solve_obstructed_maze,
 )
-from minigrid_reference import INTERACT, UNIFORM, make_reference, record_episode
+from minigrid_reference import INTERACT, UNIFORM, assert_episode_matches, make_reference, record_episode
 
 import jaxsoc
 from jaxsoc.compat import from_minigrid
@@ -96,16 +96,7 @@ def replay_and_compare(name: str, episodes: list[tuple[int, np.ndarray, int | No
         outs = [np.asarray(o) for o in outs]
         for b, (seed, _, _) in enumerate(chunk):
             rec = records[start + b]
-            n = rec["steps"]
-            for field, ours in zip(FIELDS, outs):
-                mine, theirs = ours[b, :n], rec[field]
-                bad = np.abs(mine - theirs) > 1e-6 if field == "reward" else (mine != theirs).reshape(n, -1).any(axis=1)
-                if bad.any():
-                    t = int(np.argmax(bad))
-                    pytest.fail(
-                        f"{name} seed {seed}: {field} differs first at step {t} (action {actions[b][t]}):\n"
-                        f"jaxsoc={mine[t]!r}\nminigrid={theirs[t]!r}"
-                    )
+            n = assert_episode_matches(f"{name} seed {seed}", FIELDS, outs, b, rec, actions[b])
             texts = {M.decode(tokens) for tokens in outs[-1][b, :n]}
             assert texts == {missions[b]}, f"{name} seed {seed}: mission {texts} != {missions[b]!r}"
     return records

@@ -65,6 +65,9 @@ def _import(name: str, seed: int):
             "minigrid 3.2.0 cannot reset its WFC ids (its wheel has no pattern images); tests/test_minigrid_wfc.py "
             "compares them on stand-in patterns"
         )
+    if name.endswith("Carrying-v0"):  # minigrid's reset observation predates handing the agent its object
+        assert obs["image"][3, 6, 0] == 1 and ref.unwrapped.carrying is not None
+        obs = ref.unwrapped.gen_obs()
     env, state, params = from_minigrid(ref)
     return ref, obs, env, state, params
 
@@ -89,6 +92,7 @@ def test_compat_needs_a_gymnasium_spec():
         from_minigrid(unknown)
 
 
-def test_readme_id_table_rows_name_registered_ids():
-    rows = re.findall(r"^\| `((?:MiniGrid|BabyAI)-[^`]+)` \|", README.read_text(), flags=re.M)
-    assert rows and set(rows) <= set(jaxsoc.registered_envs())
+def test_readme_registry_table_rows_name_registered_ids():
+    table = README.read_text().split("<!-- registry-table:begin -->")[1].split("<!-- registry-table:end -->")[0]
+    rows = re.findall(r"^\| `((?:MiniGrid|BabyAI)-[^`]+)` \|", table, flags=re.M)
+    assert sorted(rows) == MINIGRID_IDS

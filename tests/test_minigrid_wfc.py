@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip("networkx", reason="minigrid's WFC envs need networkx (pip install 'minigrid[wfc]')")
 
-from minigrid_reference import INTERACT, UNIFORM, record_episode, scan_replayer, solve  # noqa: E402
+from minigrid_reference import INTERACT, UNIFORM, assert_episode_matches, record_episode, scan_replayer, solve  # noqa: E402
 from minigrid_wfc_reference import (  # noqa: E402
     fixed_pattern,
     random_pattern,
@@ -131,15 +131,7 @@ def compare_episodes(preset, levels, seeds_per_level=3):
             names.append(f"{preset} level {i} episode {kind}")
     outs = [np.asarray(o) for o in replayer()(stack(states), jnp.asarray(np.stack(actions)), stack(params))]
     for b, rec in enumerate(records):
-        n = rec["steps"]
-        for field, ours in zip(FIELDS, outs):
-            mine, theirs = ours[b, :n], rec[field]
-            bad = np.abs(mine - theirs) > 1e-6 if field == "reward" else (mine != theirs).reshape(n, -1).any(axis=1)
-            if bad.any():
-                t = int(np.argmax(bad))
-                pytest.fail(
-                    f"{names[b]}: {field} differs first at step {t}:\njaxsoc={mine[t]!r}\nminigrid={theirs[t]!r}"
-                )
+        assert_episode_matches(names[b], FIELDS, outs, b, rec, actions[b])
     ends = [(bool(r["terminated"][-1]), bool(r["truncated"][-1]), float(r["reward"][-1])) for r in records]
     assert any(t for t, _, _ in ends), f"{preset}: no episode reached the goal"
     assert any(tr for _, tr, _ in ends), f"{preset}: truncation untested"

@@ -126,7 +126,10 @@ def _check_positions(u: Any, desc: Any) -> None:
         if id(u.grid.get(x, y)) in tracked and u.grid.get(x, y) is not None
     }
     recorded = {(int(x), int(y)) for x, y in desc.obj_poss}
-    if current != recorded:
+    # the PutNextS*N*Carrying levels reset the verifier before handing the agent its object: minigrid keeps that
+    # object's old cell, which it never reads (the next drop recomputes the positions)
+    handed_over = u.carrying is not None and id(u.carrying) in tracked and len(recorded - current) == 1
+    if current != recorded and not (handed_over and current < recorded):
         raise ValueError(
             "minigrid's obj_poss is stale (an object moved since the last drop); import the env at reset "
             "or right after a drop"
