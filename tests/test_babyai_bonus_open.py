@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from babyai_reference import make_level
+from babyai_reference import make_level, scripted_room
 from minigrid.core.world_object import Ball, Box, Door, Key
 from minigrid.envs.babyai.core.verifier import (
     AndInstr,
@@ -226,17 +226,8 @@ LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE = range(6)
 def scripted(objects: dict, agent: tuple, instruction, actions, what) -> dict:
     """One episode on an emptied PickupDist room: ``objects`` ``{(x, y): WorldObj}``, ``agent`` ``(x, y, dir)``
     and the instruction tree (built from fresh descriptions of the placed objects)."""
-    ref = make_level("BabyAI-PickupDist-v0", 0)
+    ref = scripted_room(objects, agent, instruction, level="BabyAI-PickupDist-v0")
     u = ref.unwrapped
-    for x in range(1, u.room_size - 1):
-        for y in range(1, u.room_size - 1):
-            u.grid.set(x, y, None)
-    for (x, y), obj in objects.items():
-        u.grid.set(x, y, obj)
-        obj.init_pos = obj.cur_pos = np.array([x, y])
-    u.agent_pos, u.agent_dir = np.array(agent[:2]), agent[2]
-    u.instrs = instruction
-    u.instrs.reset_verifier(u)
     u.mission = u.instrs.surface(u)
     u.max_steps = 50
     what = what(u)

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from babyai_reference import PAPER_LEVELS, make_level
+from babyai_reference import PAPER_LEVELS, make_level, scripted_room
 from minigrid.utils.baby_ai_bot import BabyAIBot
 
 import jaxsoc
@@ -391,23 +391,6 @@ def test_advising_mode_suggestions_match_the_reference():
 
 # ---------------------------------------------------------------------------------------------------------
 # a known divergence: minigrid's object bookkeeping after a drop
-
-
-def scripted_room(objects: dict, agent: tuple[int, int, int], instruction):
-    """Returns a GoToLocal env emptied and refilled with ``objects`` (``{(x, y): WorldObj}``), the agent at
-    ``(x, y, dir)`` and ``instruction`` (its verifier reset)."""
-    env = make_level("GoToLocal", 0)
-    u = env.unwrapped
-    for x in range(1, u.room_size - 1):
-        for y in range(1, u.room_size - 1):
-            u.grid.set(x, y, None)
-    for (x, y), obj in objects.items():
-        u.grid.set(x, y, obj)
-        obj.init_pos = obj.cur_pos = np.array([x, y])
-    u.agent_pos, u.agent_dir = np.array(agent[:2]), agent[2]
-    u.instrs = instruction
-    u.instrs.reset_verifier(u)
-    return env
 
 
 def _after_drop_cases():

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from babyai_reference import PAPER_LEVELS, make_level
+from babyai_reference import PAPER_LEVELS, make_level, scripted_room
 from minigrid.envs.babyai.core.verifier import (
     AfterInstr,
     AndInstr,
@@ -278,17 +278,7 @@ def test_verifier_corner_cases_match_minigrid(name, cases):
 def scripted(objects, agent, instruction, actions):
     """Returns one episode ``(state, params, actions, record)`` on an emptied GoToLocal room: ``objects``
     ``{(x, y): WorldObj}``, ``agent`` ``(x, y, dir)``, the instruction tree built from the placed objects."""
-    ref = make_level("GoToLocal", 0)
-    u = ref.unwrapped
-    for x in range(1, u.room_size - 1):
-        for y in range(1, u.room_size - 1):
-            u.grid.set(x, y, None)
-    for (x, y), obj in objects.items():
-        u.grid.set(x, y, obj)
-        obj.init_pos = obj.cur_pos = np.array([x, y])
-    u.agent_pos, u.agent_dir = np.array(agent[:2]), agent[2]
-    u.instrs = instruction
-    u.instrs.reset_verifier(u)
+    ref = scripted_room(objects, agent, instruction)
     state, params = from_minigrid(ref)
     actions = np.asarray(actions, np.int32)
     return state, params, actions, record_episode(ref, actions)
