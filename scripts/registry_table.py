@@ -1,6 +1,8 @@
 """Writes the README's table of minigrid 3.2.0's registry: every ``MiniGrid-*`` and ``BabyAI-*`` id with its jaxsoc
 group (``jaxsoc list``), grid size, ``max_steps`` and the mission of minigrid's level with seed 0 (the same string
 jaxsoc writes for that level, ``tests/test_minigrid_registry.py``), plus the coverage line that the tests check.
+minigrid's wheel lacks the WFC pattern images: with ``$JAXSOC_WFC_PATTERNS`` pointing at them, the WFC ids are
+reset from there (``wfc_bank.reference_env``), else their rows say which image is missing.
 
     python scripts/registry_table.py            # rewrites the README between the registry-table markers
     python scripts/registry_table.py --print    # prints the table instead
@@ -11,6 +13,7 @@ Needs minigrid (the test extra): ``pip install -e '.[test]'``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -21,9 +24,17 @@ import minigrid  # noqa: F401  (registers the ids)
 import jaxsoc
 from jaxsoc.envs import env_family
 from jaxsoc.envs.babyai.minigrid_levels import PUTNEXT_ICLR19_ID, register_reference_levels
+from jaxsoc.envs.gridworld import wfc, wfc_bank
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BEGIN, END = "<!-- registry-table:begin -->", "<!-- registry-table:end -->"
+
+
+def make_minigrid(name: str):
+    """Returns minigrid's env of ``name``; a WFC id reads its pattern image from ``$JAXSOC_WFC_PATTERNS`` when set."""
+    if name in wfc.ENVS and os.environ.get(wfc_bank.PATTERNS_ENV):
+        return wfc_bank.reference_env(wfc.ENVS[name][1]["preset"])
+    return gym.make(name)
 
 
 def table() -> str:
@@ -43,7 +54,7 @@ def table() -> str:
         "|---|---|---|---:|---|",
     ]
     for name in ids:
-        env = gym.make(name)
+        env = make_minigrid(name)
         u = env.unwrapped
         group = "/".join(filter(None, env_family(name))) if name in ours else "**missing**"
         try:

@@ -1,15 +1,19 @@
 """Helpers that drive minigrid 3.2.0's WFC envs in tests (test-only).
 
-minigrid 3.2.0's distributions lack the WFC pattern images, so unless ``$JAXSOC_WFC_PATTERNS`` points at the real
-ones the tests run minigrid's generator on stand-in images written here (black walls, white floor) under the
-preset file names. ``fixed_pattern`` replaces minigrid's WFC solver call by a constant pattern, so the rest of
-minigrid's generator (largest connected area, agent and goal placement, decoding) runs in milliseconds per level.
-minigrid is imported lazily, so ``stand_in_layouts`` works without it.
+minigrid 3.2.0's distributions lack the WFC pattern images. ``real_patterns_dir`` finds the real ones
+(``$JAXSOC_WFC_PATTERNS``, else the project's ``../shared/data/minigrid-wfc-patterns`` beside the repository root,
+else minigrid's own package folder) and ``minigrid_reads_patterns`` makes minigrid's own registered WFC envs read
+them, without writing into minigrid's package folder. Where they are missing the tests run minigrid's generator on
+stand-in images written here (black walls, white floor) under the preset file names. ``fixed_pattern`` replaces
+minigrid's WFC solver call by a constant pattern, so the rest of minigrid's generator (largest connected area,
+agent and goal placement, decoding) runs in milliseconds per level. minigrid is imported lazily, so
+``stand_in_layouts`` works without it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pathlib
 
@@ -17,6 +21,13 @@ import numpy as np
 
 from jaxsoc.envs.gridworld import wfc_bank
 
+#: the project's copy of minigrid's pattern images (Apache-2.0, see its NOTICE.md), used when it sits beside the
+#: repository root and ``$JAXSOC_WFC_PATTERNS`` is unset
+SHARED_PATTERNS = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "minigrid-wfc-patterns"
+NO_PATTERNS = (
+    f"minigrid's WFC pattern images are not available (set ${wfc_bank.PATTERNS_ENV} to a folder holding "
+    f"minigrid/envs/wfc/patterns/*.png, or put them in {SHARED_PATTERNS})"
+)
 STAND_IN = [
     "#.#.####",
     "#......#",
@@ -52,15 +63,55 @@ def write_stand_in_patterns(folder: pathlib.Path) -> pathlib.Path:
     return folder
 
 
+def _image_names() -> list[str]:
+    from minigrid.envs.wfc.config import WFC_PRESETS
+
+    return [pathlib.Path(WFC_PRESETS[preset].pattern_path).name for preset in wfc_bank.PRESETS]
+
+
 def real_patterns_dir() -> str | None:
-    """Returns the folder of minigrid's real pattern images (``$JAXSOC_WFC_PATTERNS`` or minigrid's own), or None
-    when they are not available."""
-    for preset in wfc_bank.PRESETS:
-        try:
-            config = wfc_bank.wfc_config(preset)
-        except FileNotFoundError:
-            return None
-    return os.environ.get(wfc_bank.PATTERNS_ENV) or str(pathlib.Path(config.pattern_path).parent)
+    """Returns the folder of minigrid's real pattern images, or None when there is none: ``$JAXSOC_WFC_PATTERNS``
+    when set (a folder that lacks them then fails the tests that use it, rather than skipping them), else
+    ``SHARED_PATTERNS`` when it exists, else minigrid's own ``patterns`` folder when it holds the six presets'
+    images (a minigrid installed from source)."""
+    if os.environ.get(wfc_bank.PATTERNS_ENV):
+        return os.environ[wfc_bank.PATTERNS_ENV]
+    if SHARED_PATTERNS.is_dir():
+        return str(SHARED_PATTERNS)
+    from minigrid.envs.wfc.config import PATTERN_PATH
+
+    if all((PATTERN_PATH / name).is_file() for name in _image_names()):
+        return str(PATTERN_PATH)
+    return None
+
+
+@contextlib.contextmanager
+def minigrid_reads_patterns(folder: str | os.PathLike):
+    """Within the block, minigrid's registered WFC presets take their pattern images from ``folder``, so
+    ``gymnasium.make("MiniGrid-WFC-<preset>-v0")`` makes minigrid's own env, as registered, able to reset (an env
+    made inside keeps its config after the block). Only minigrid's in-memory preset table changes."""
+    from minigrid.envs.wfc.config import WFC_PRESETS
+
+    saved = dict(WFC_PRESETS)
+    try:
+        for preset in wfc_bank.PRESETS:
+            config = WFC_PRESETS[preset]
+            path = pathlib.Path(folder) / pathlib.Path(config.pattern_path).name
+            WFC_PRESETS[preset] = dataclasses.replace(config, pattern_path=path)
+        yield
+    finally:
+        WFC_PRESETS.update(saved)
+
+
+def minigrid_level(preset: str, seed: int, folder: str | os.PathLike):
+    """Returns minigrid's own ``MiniGrid-WFC-<preset>-v0`` (``gymnasium.make`` of the registered id, default
+    settings) reset with ``seed``, its pattern image read from ``folder``."""
+    import gymnasium
+
+    with minigrid_reads_patterns(folder):
+        env = gymnasium.make(wfc_bank.env_id(preset))
+    env.reset(seed=seed)
+    return env
 
 
 def random_pattern(seed: int, size: int = 23, density: float = 0.35) -> np.ndarray:

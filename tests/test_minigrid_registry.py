@@ -15,6 +15,7 @@ import jax
 import minigrid  # noqa: F401  (registers the ids)
 import numpy as np
 import pytest
+from minigrid_wfc_reference import NO_PATTERNS, minigrid_reads_patterns, real_patterns_dir
 
 import jaxsoc
 from jaxsoc.compat import from_minigrid, minigrid_env_id
@@ -56,15 +57,15 @@ def _observe(params):
 
 
 def _import(name: str, seed: int):
-    ref = gym.make(name)
-    try:
-        obs, _ = ref.reset(seed=seed)
-    except FileNotFoundError as error:
-        assert name.startswith("MiniGrid-WFC-"), error
-        pytest.skip(
-            "minigrid 3.2.0 cannot reset its WFC ids (its wheel has no pattern images); tests/test_minigrid_wfc.py "
-            "compares them on stand-in patterns"
-        )
+    if name.startswith("MiniGrid-WFC-"):  # minigrid's wheel has no pattern images: read the real ones elsewhere
+        folder = real_patterns_dir()
+        if folder is None:
+            pytest.skip(NO_PATTERNS)
+        with minigrid_reads_patterns(folder):
+            ref = gym.make(name)
+    else:
+        ref = gym.make(name)
+    obs, _ = ref.reset(seed=seed)
     if name.endswith("Carrying-v0"):  # minigrid's reset observation predates handing the agent its object
         assert obs["image"][3, 6, 0] == 1 and ref.unwrapped.carrying is not None
         obs = ref.unwrapped.gen_obs()

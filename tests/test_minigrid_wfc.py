@@ -1,16 +1,21 @@
 """The MiniGrid WFC ids against minigrid 3.2.0: bank, cache, generation and step-for-step play.
 
-minigrid 3.2.0's distributions lack the WFC pattern images (see ``wfc_bank``), so these tests run minigrid's own
-generator on stand-in images (``minigrid_wfc_reference``); with ``$JAXSOC_WFC_PATTERNS`` set, the slow tests also
-check banks of the real presets. The default tests use one id (MazeSimple, a width-2 preset whose solver takes
-~0.4 s per layout) and tiny banks; the slow ones cover every id.
+minigrid 3.2.0's distributions lack the WFC pattern images (see ``wfc_bank``). With the real images
+(``$JAXSOC_WFC_PATTERNS``, else ``../shared/data/minigrid-wfc-patterns`` beside the repository root: see
+``minigrid_wfc_reference.real_patterns_dir``) jaxsoc's banks are compared with minigrid's own registered envs for
+the same seeds and minigrid's levels are replayed step for step (MazeSimple in the default suite, the other five
+ids slow); without them those tests skip and the rest run minigrid's generator on stand-in images. The default
+tests use one id (MazeSimple, whose solver takes ~0.4 s per layout) and tiny banks; the slow ones cover every id.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
+import os
 import pathlib
+import subprocess
 import sys
 from collections import deque
 
@@ -23,7 +28,9 @@ pytest.importorskip("networkx", reason="minigrid's WFC envs need networkx (pip i
 
 from minigrid_reference import INTERACT, UNIFORM, assert_episode_matches, record_episode, scan_replayer, solve  # noqa: E402
 from minigrid_wfc_reference import (  # noqa: E402
+    NO_PATTERNS,
     fixed_pattern,
+    minigrid_level,
     random_pattern,
     real_patterns_dir,
     stand_in_layouts,
@@ -44,6 +51,15 @@ STEPS = 160
 @pytest.fixture(scope="module")
 def patterns(tmp_path_factory):
     return str(write_stand_in_patterns(tmp_path_factory.mktemp("wfc-patterns")))
+
+
+@pytest.fixture(scope="module")
+def real_patterns():
+    """The folder of minigrid's real pattern images; skips the test where there is none."""
+    folder = real_patterns_dir()
+    if folder is None:
+        pytest.skip(NO_PATTERNS)
+    return folder
 
 
 @pytest.fixture(autouse=True)
@@ -107,7 +123,8 @@ def one_component(walls: np.ndarray) -> bool:
 
 def compare_episodes(preset, levels, seeds_per_level=3):
     """Replays uniform, interaction-biased (short ``max_steps``) and goal-directed episodes of each minigrid level
-    through minigrid and one jitted, vmapped scan of ``step_env``; fails at the first differing step."""
+    through minigrid and one jitted, vmapped scan of ``step_env``; fails at the first differing step. Returns the
+    number of steps compared."""
     states, params, actions, records, names = [], [], [], [], []
     for i, level in enumerate(levels):
         for kind in range(seeds_per_level):
@@ -130,12 +147,12 @@ def compare_episodes(preset, levels, seeds_per_level=3):
             records.append(record_episode(ref, acts))
             names.append(f"{preset} level {i} episode {kind}")
     outs = [np.asarray(o) for o in replayer()(stack(states), jnp.asarray(np.stack(actions)), stack(params))]
-    for b, rec in enumerate(records):
-        assert_episode_matches(names[b], FIELDS, outs, b, rec, actions[b])
+    steps = sum(assert_episode_matches(names[b], FIELDS, outs, b, rec, actions[b]) for b, rec in enumerate(records))
     ends = [(bool(r["terminated"][-1]), bool(r["truncated"][-1]), float(r["reward"][-1])) for r in records]
     assert any(t for t, _, _ in ends), f"{preset}: no episode reached the goal"
     assert any(tr for _, tr, _ in ends), f"{preset}: truncation untested"
     assert all(r > 0 for (t, _, r) in ends if t)
+    return steps
 
 
 def test_every_id_registered_and_imported(patterns):
@@ -193,12 +210,17 @@ def test_bank_equals_minigrid_and_round_trips_the_cache(patterns, monkeypatch, t
 
 
 def test_missing_patterns_and_missing_minigrid_are_explained(tmp_path, monkeypatch):
+    from minigrid.envs.wfc.config import WFC_PRESETS
+
     monkeypatch.delenv(wfc_bank.PATTERNS_ENV, raising=False)
-    if real_patterns_dir() is None:
-        with pytest.raises(FileNotFoundError, match=wfc_bank.PATTERNS_ENV):
-            wfc_bank.wfc_config("MazeSimple", tmp_path)
-        with pytest.raises(FileNotFoundError, match="patterns"):
-            WFC("MazeSimple", bank_size=2).reset(jax.random.key(0))
+    config = WFC_PRESETS["MazeSimple"]  # as from minigrid's wheel, whatever this minigrid holds
+    monkeypatch.setitem(
+        WFC_PRESETS, "MazeSimple", dataclasses.replace(config, pattern_path=tmp_path / "SimpleMaze.png")
+    )
+    with pytest.raises(FileNotFoundError, match=wfc_bank.PATTERNS_ENV):
+        wfc_bank.wfc_config("MazeSimple", tmp_path / "elsewhere")
+    with pytest.raises(FileNotFoundError, match="patterns"):
+        WFC("MazeSimple", bank_size=2).reset(jax.random.key(0))
     monkeypatch.setitem(sys.modules, "minigrid", None)
     with pytest.raises(ImportError, match="pip install minigrid"):
         wfc_bank.make_bank("MazeSimple", 2)
@@ -299,14 +321,49 @@ def test_placement_distribution_matches_minigrid_closely(patterns, pattern_seed)
     check_placement(patterns, 2000, pattern_seed)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("preset", wfc_bank.PRESETS)
-def test_real_pattern_banks_match_minigrid(preset):
-    real = real_patterns_dir()
-    if real is None:
-        pytest.skip("minigrid's WFC pattern images are not installed (set $JAXSOC_WFC_PATTERNS)")
-    levels = reference_levels(preset, real, 2)
-    bank = wfc_bank.cached_bank(preset, 2, patterns_dir=real)
+# ---------------------------------------------------------------- minigrid's real pattern images
+
+REAL_SEEDS = 3
+
+
+@functools.cache
+def real_levels(preset: str, folder: str, seeds: int) -> tuple:
+    """minigrid's own levels of ``preset`` (the registered id) for seeds ``0 .. seeds - 1``, copied before use."""
+    return tuple(minigrid_level(preset, seed, folder) for seed in range(seeds))
+
+
+@pytest.mark.parametrize(
+    "preset", [p if p == "MazeSimple" else pytest.param(p, marks=pytest.mark.slow) for p in wfc_bank.PRESETS]
+)
+def test_real_bank_and_play_match_minigrid(preset, real_patterns):
+    """jaxsoc's bank built from the real images equals the walls of minigrid's own env for the same seeds, and
+    minigrid's levels play step for step the same in jaxsoc (3 levels x 3 episodes, up to 160 steps each)."""
+    levels = real_levels(preset, real_patterns, REAL_SEEDS)
+    env = WFC(preset, bank_size=REAL_SEEDS, patterns_dir=real_patterns)
+    bank = env.layouts
+    assert bank.shape == (REAL_SEEDS, 25, 25) and len({b.tobytes() for b in bank}) == REAL_SEEDS
     for seed, level in enumerate(levels):
-        np.testing.assert_array_equal(bank[seed], wfc_bank.layout_of(level))
-    compare_episodes(preset, levels, seeds_per_level=3)
+        u = level.unwrapped
+        walls = np.array(
+            [[u.grid.get(x, y) is not None and u.grid.get(x, y).type == "wall" for x in range(25)] for y in range(25)]
+        )
+        np.testing.assert_array_equal(bank[seed], walls, err_msg=f"{preset} seed {seed}")
+        assert one_component(bank[seed]) and bank[seed][[0, -1]].all() and bank[seed][:, [0, -1]].all()
+        assert not bank[seed][u.agent_pos[1], u.agent_pos[0]]
+    assert compare_episodes(preset, levels) > 2 * REAL_SEEDS * 20
+
+
+@pytest.mark.slow
+def test_real_bank_is_the_same_in_another_process(real_patterns):
+    """A bank cached on disk by one process is what minigrid generates in another (here with another string-hash
+    seed): minigrid's WFC solver and graph code draw only from the env's generator."""
+    code = (
+        "import sys; from jaxsoc.envs.gridworld import wfc_bank; "
+        "sys.stdout.write(wfc_bank.make_bank('ObstaclesHogs3', 2, patterns_dir=sys.argv[1]).tobytes().hex())"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(pathlib.Path(__file__).parents[1])}
+    out = subprocess.run([sys.executable, "-c", code, real_patterns], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    theirs = np.frombuffer(bytes.fromhex(out.stdout), bool).reshape(2, 25, 25)
+    ours = np.stack([wfc_bank.layout_of(level) for level in real_levels("ObstaclesHogs3", real_patterns, 2)])
+    np.testing.assert_array_equal(theirs, ours)
