@@ -1,10 +1,10 @@
-"""Writes the README's table of minigrid 3.2.0's registry: every ``MiniGrid-*`` and ``BabyAI-*`` id with its jaxsoc
-group (``jaxsoc list``), grid size, ``max_steps`` and the mission of minigrid's level with seed 0 (the same string
-jaxsoc writes for that level, ``tests/test_minigrid_registry.py``), plus the coverage line that the tests check.
-minigrid's wheel lacks the WFC pattern images: with ``$JAXSOC_WFC_PATTERNS`` pointing at them, the WFC ids are
+"""Writes the table of minigrid 3.2.0's registry in docs/registry.md: every ``MiniGrid-*`` and ``BabyAI-*`` id with
+its jaxsoc group (``jaxsoc list``), grid size, ``max_steps`` and the mission of minigrid's level with seed 0 (the same
+string jaxsoc writes for that level, ``tests/test_minigrid_registry.py``), plus the coverage line that the tests
+check. minigrid's wheel lacks the WFC pattern images: with ``$JAXSOC_WFC_PATTERNS`` pointing at them, the WFC ids are
 reset from there (``wfc_bank.reference_env``), else their rows say which image is missing.
 
-    python scripts/registry_table.py            # rewrites the README between the registry-table markers
+    python scripts/registry_table.py            # rewrites docs/registry.md between the registry-table markers
     python scripts/registry_table.py --print    # prints the table instead
 
 Needs minigrid (the test extra): ``pip install -e '.[test]'``.
@@ -26,7 +26,7 @@ from jaxsoc.envs import env_family
 from jaxsoc.envs.babyai.minigrid_levels import PUTNEXT_ICLR19_ID, register_reference_levels
 from jaxsoc.envs.gridworld import wfc, wfc_bank
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "registry.md"
 BEGIN, END = "<!-- registry-table:begin -->", "<!-- registry-table:end -->"
 
 
@@ -68,19 +68,19 @@ def table() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--print", action="store_true", help="print the table instead of rewriting the README")
+    parser.add_argument("--print", action="store_true", help="print the table instead of rewriting docs/registry.md")
     args = parser.parse_args()
     text = table()
     if args.print:
         print(text)
         return 0
-    readme = README.read_text()
-    if BEGIN not in readme or END not in readme:
-        print(f"{README} has no {BEGIN} ... {END} markers", file=sys.stderr)
+    page = PAGE.read_text()
+    if BEGIN not in page or END not in page:
+        print(f"{PAGE} has no {BEGIN} ... {END} markers", file=sys.stderr)
         return 2
-    head, rest = readme.split(BEGIN, 1)
-    README.write_text(f"{head}{BEGIN}\n{text}\n{END}{rest.split(END, 1)[1]}")
-    print(f"rewrote the registry table of {README}")
+    head, rest = page.split(BEGIN, 1)
+    PAGE.write_text(f"{head}{BEGIN}\n{text}\n{END}{rest.split(END, 1)[1]}")
+    print(f"rewrote the registry table of {PAGE}")
     return 0
 
 

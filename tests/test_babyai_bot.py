@@ -262,7 +262,7 @@ def check_agreement(episodes: list[dict], hangs: set, actions: int | None = None
 
 
 def test_bot_takes_the_reference_actions_on_imported_levels(small_episodes, big_episodes):
-    # the README's figure: 2,125 of 2,125 actions
+    # docs/babyai.md's figure: 2,125 of 2,125 actions
     hangs = {("GoToImpUnlock", 171), ("Unlock", 63)}
     compared = check_agreement(small_episodes + big_episodes, hangs, actions=2125)
     assert {e["name"] for e in compared} == set(PAPER_LEVELS) and len(compared) == 54
@@ -273,7 +273,7 @@ def test_bot_takes_the_reference_actions_on_imported_levels(small_episodes, big_
 @pytest.mark.parametrize("levels", [ONE_ROOM, MULTI_ROOM], ids=["one-room", "multi-room"])
 def test_bot_takes_the_reference_actions_on_more_seeds(levels):
     """Seeds 0-14 of every level (15 per level, 285 episodes; GoToImpUnlock's hang seeds 6 and 14 are played by
-    jaxsoc only, so its range goes on to 16): the README's 14,927 of 14,927 actions (616 + 14,311). Minutes on
+    jaxsoc only, so its range goes on to 16): docs/babyai.md's 14,927 of 14,927 actions (616 + 14,311). Minutes on
     2 CPU cores."""
     one_room = levels == ONE_ROOM
     shape = (128, 64) if one_room else (64, 320)

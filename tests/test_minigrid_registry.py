@@ -1,7 +1,8 @@
 """Coverage of minigrid 3.2.0's registry: every ``MiniGrid-*`` and ``BabyAI-*`` id it registers is registered by
-jaxsoc, listed in the README (with the coverage line), and imported by ``jaxsoc.compat.from_minigrid`` with
-the same observation and mission text at reset. The per-family test modules compare the dynamics step for step
-and the generators by distribution; this one lists minigrid's registry, so a new minigrid id fails it."""
+jaxsoc, listed in docs/registry.md (with the coverage line; ``scripts/registry_table.py`` writes it), and imported by
+``jaxsoc.compat.from_minigrid`` with the same observation and mission text at reset. The per-family test modules
+compare the dynamics step for step and the generators by distribution; this one lists minigrid's registry, so a new
+minigrid id fails it."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from jaxsoc.envs.babyai.env import observe_babyai
 from jaxsoc.envs.babyai.minigrid_levels import PUTNEXT_ICLR19_ID
 from jaxsoc.envs.gridworld.observation import observe
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REGISTRY_PAGE = Path(__file__).resolve().parents[1] / "docs" / "registry.md"
 # minigrid's own ids (the tests' re-creation of the ICLR19 PutNext level, registered on first use, is not one)
 MINIGRID_IDS = sorted(
     name for name in gym.registry if name.startswith(("MiniGrid-", "BabyAI-")) and name != PUTNEXT_ICLR19_ID
@@ -40,15 +41,15 @@ def test_every_minigrid_id_is_registered():
     assert not missing, f"{len(missing)} minigrid ids are not registered: {missing}"
 
 
-def test_readme_lists_every_id_and_states_the_coverage():
-    text = README.read_text()
+def test_registry_page_lists_every_id_and_states_the_coverage():
+    text = REGISTRY_PAGE.read_text()
     absent = [name for name in MINIGRID_IDS if f"`{name}`" not in text]
-    assert not absent, f"the README's table lacks {absent}"
+    assert not absent, f"docs/registry.md's table lacks {absent}"
     mini = sum(n.startswith("MiniGrid-") for n in MINIGRID_IDS)
     baby = len(MINIGRID_IDS) - mini
     ours = len(set(MINIGRID_IDS) & set(jaxsoc.registered_envs()))
     line = f"minigrid 3.2.0 registers {mini} `MiniGrid-*` and {baby} `BabyAI-*` ids; jaxsoc registers {ours} of them"
-    assert line in text, f"the README's coverage line should read: {line!r}"
+    assert line in text, f"docs/registry.md's coverage line should read: {line!r}"
 
 
 @functools.cache
@@ -93,7 +94,7 @@ def test_compat_needs_a_gymnasium_spec():
         from_minigrid(unknown)
 
 
-def test_readme_registry_table_rows_name_registered_ids():
-    table = README.read_text().split("<!-- registry-table:begin -->")[1].split("<!-- registry-table:end -->")[0]
+def test_registry_page_table_rows_name_registered_ids():
+    table = REGISTRY_PAGE.read_text().split("<!-- registry-table:begin -->")[1].split("<!-- registry-table:end -->")[0]
     rows = re.findall(r"^\| `((?:MiniGrid|BabyAI)-[^`]+)` \|", table, flags=re.M)
     assert sorted(rows) == MINIGRID_IDS
