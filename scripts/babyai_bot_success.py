@@ -5,7 +5,7 @@ For every level, ``--episodes`` levels are generated on the device (episode ``i`
 which starts the next level as soon as its episode ended (success, truncation at ``max_steps``, or the bot
 giving up). The issue's criteria: success >= 99.9% over >= 2,000 episodes and a mean length (successful
 episodes) within 10% of minigrid 3.2.0's bot (200 seeds, 1,000 for GoToObjMaze and SynthLoc:
-``jaxsoc.bot_benchmark.REFERENCE_LENGTH``). The measurement is ``jaxsoc.bot_benchmark.bot_success``, shared with
+``jaxsoc.bench.bot.REFERENCE_LENGTH``). The measurement is ``jaxsoc.bench.bot.bot_success``, shared with
 the GPU suite's ``bot_success`` part (``benchmarks/gpu_suite.py``).
 
     python scripts/babyai_bot_success.py                                  # 19 levels x 2000 episodes
@@ -22,8 +22,8 @@ import argparse
 
 import jax
 
-from jaxsoc.bot_benchmark import BOT_SUCCESS_HEADER as HEADER
-from jaxsoc.bot_benchmark import MIN_EPISODES, bot_success, bot_success_line, passes
+from jaxsoc.bench.bot import BOT_SUCCESS_HEADER as HEADER
+from jaxsoc.bench.bot import MIN_EPISODES, bot_success, bot_success_line, passes
 from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
 
 

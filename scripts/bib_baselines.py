@@ -19,8 +19,8 @@ import json
 import time
 from pathlib import Path
 
+from jaxsoc.cli.bib import eval_runs
 from jaxsoc.learners.bib import run
-from jaxsoc.learners.bib.commands import eval_runs
 
 OBSERVERS = ("bib-bc-mlp", "bib-bc-rnn", "bib-video-rnn")
 #: the scales: background episodes, evaluation pairs per type, and each kind's config overrides

@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 
 import jaxsoc
 from jaxsoc.cli import main
+from jaxsoc.cli.learn import bc_config
 from jaxsoc.data.loader import concat_episodes
 from jaxsoc.data.memory import MemoryDemos, bot_demos, load_demos
 from jaxsoc.learners.bc import (
@@ -50,7 +51,6 @@ from jaxsoc.learners.bc import (
     mission_width,
     train_bc,
 )
-from jaxsoc.learners.commands import bc_config
 from jaxsoc.learners.evaluate import play
 from jaxsoc.learners.imitation import ImitationConfig, base_demos, interactive_imitation
 from jaxsoc.learners.networks.babyai import PRESETS, ACModel

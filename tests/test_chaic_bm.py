@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxsoc.cli import chaic as C
 from jaxsoc.envs.chaic import agents as A
 from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic import observation as O
@@ -18,7 +19,6 @@ from jaxsoc.envs.chaic import play as P
 from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic import tasks as T
 from jaxsoc.learners.chaic import bm
-from jaxsoc.learners.chaic import commands as C
 
 EPISODES, EVENTS, STEPS = 4, 200, 128
 TINY = dict(

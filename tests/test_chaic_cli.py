@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from jaxsoc.cli import chaic as C
 from jaxsoc.cli import main
-from jaxsoc.envs.chaic import commands as C
 from jaxsoc.envs.chaic import metrics as M
 
 

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 import jaxsoc
+from jaxsoc.cli import chaic as C
 from jaxsoc.cli import main as jaxsoc_main
 from jaxsoc.core.registry import register, unregister
 from jaxsoc.envs.chaic import agents as A
 from jaxsoc.envs.chaic import catalogue as K
-from jaxsoc.envs.chaic import commands as C
 from jaxsoc.envs.chaic import env as E
 from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic import tasks as T

@@ -5,7 +5,7 @@ from __future__ import annotations
 import imageio.v2 as imageio
 import pytest
 
-from jaxsoc.benchmark import format_table, measure_jaxsoc, measure_minigrid
+from jaxsoc.bench.minigrid import format_table, measure_jaxsoc, measure_minigrid
 from jaxsoc.cli import main
 
 

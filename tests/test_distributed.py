@@ -154,7 +154,7 @@ def check_params(pair, ref) -> None:
 def test_importing_jaxsoc_starts_no_jax_backend():
     # jax.distributed.initialize() refuses to run once a backend exists, so no import may create one
     code = (
-        "import jaxsoc, jaxsoc.cli\nfrom jaxsoc.learners import commands, rl_run\n"
+        "import jaxsoc, jaxsoc.cli\nfrom jaxsoc.cli import common, learn\nfrom jaxsoc.learners import rl_run\n"
         "from jax._src import xla_bridge\nassert not xla_bridge.backends_are_initialized()"
     )
     result = subprocess.run(

@@ -160,8 +160,8 @@ def test_network_reads_real_observations(env_params):
 
 
 def test_cli_bank_eval_render(tmp_path, capsys, monkeypatch):
+    from jaxsoc.cli import excalibur as commands
     from jaxsoc.cli import main
-    from jaxsoc.envs.excalibur import commands
 
     assert main(["excalibur", "bank", "--split", "test", "--houses", "24", "--show", "1"]) == 0
     out = capsys.readouterr().out

@@ -21,9 +21,9 @@ from household_scenes import first, hold, objects_of, place, set_bits, stand_at,
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jaxsoc.cli import household as cmd
 from jaxsoc.cli import main
 from jaxsoc.envs.household import classes as C
-from jaxsoc.envs.household import commands as cmd
 from jaxsoc.envs.household import env as E
 from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import tasks as T

@@ -18,9 +18,9 @@ import jax
 import numpy as np
 import pytest
 
+from jaxsoc.cli.learn import parse_overrides
 from jaxsoc.learners import ppo
 from jaxsoc.learners.checkpoint import restore_raw, to_storable
-from jaxsoc.learners.commands import parse_overrides
 from jaxsoc.learners.rl_run import CHECKPOINTS, train_rl
 from jaxsoc.learners.run_log import pooled_points
 

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from test_bc import CONFIG, synthetic_demos
 
 from jaxsoc.cli import build_parser, main
+from jaxsoc.cli.learn import bc_config
 from jaxsoc.learners import sweeps
 from jaxsoc.learners.bc import epoch_indices, make_batch, make_learner
-from jaxsoc.learners.commands import bc_config
 
 
 def test_size_grid_follows_the_papers_sqrt2_steps():

@@ -89,11 +89,11 @@ class GymnasiumVectorEnv(VectorEnv):
 
     def __init__(self, env: Any, num_envs: int, params: Any = None, seed: int | None = None, **overrides: Any) -> None:
         if isinstance(env, str):
-            import jaxsoc
+            from jaxsoc.core.registry import make  # filled by jaxsoc.envs, imported with the jaxsoc package
 
             if params is not None and overrides:
                 raise TypeError("pass either params or keyword overrides, not both")
-            env, made = jaxsoc.make(env, **overrides)
+            env, made = make(env, **overrides)
             params = made if params is None else params
         elif overrides:
             raise TypeError(f"keyword overrides {sorted(overrides)} need an env name; pass params instead")

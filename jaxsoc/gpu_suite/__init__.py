@@ -69,7 +69,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from jaxsoc.cli import BABYAI_BENCH_ENVS, GPU_BENCH_ENVS
+from jaxsoc.bench.minigrid import BABYAI_BENCH_ENVS, GPU_BENCH_ENVS
 from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
 from jaxsoc.envs.chaic import throughput as chaic_throughput
 from jaxsoc.envs.household import throughput as household_throughput
@@ -149,7 +149,7 @@ PARTS: tuple[Part, ...] = (
         budget_s=120,  # 30 s each from babyai, bot_speed, bot_success and ppo
         params=dict(envs=None, num_envs=[65_536], steps=250, repeats=1),
         toy=dict(envs=["MiniGrid-LavaGapS5-v0"], num_envs=[8], steps=4, repeats=1),
-        note="Every MiniGrid id beyond the classic six and every bonus BabyAI level (`benchmark.registry_ids`), "
+        note="Every MiniGrid id beyond the classic six and every bonus BabyAI level (`bench.minigrid.registry_ids`), "
         "each with minigrid's occlusion setting for the id, BabyAI levels with pooled resets; the method of "
         "`jaxsoc bench`; xminigrid's rate where it has the id and is importable (– otherwise). Programs compiled "
         "in parallel threads; a part cut off by its budget resumes on the next call.",
@@ -164,7 +164,7 @@ PARTS: tuple[Part, ...] = (
         quick=dict(levels=BABYAI_BENCH_ENVS, num_envs=65_536, steps=64, repeats=1),
         quick_budget_s=140,
         toy=dict(levels=[_RBG], num_envs=16, steps=8, repeats=1),
-        note="`bot_act` + `step_env` on N fresh levels for T steps (`bot_benchmark.bot_scan`), finished "
+        note="`bot_act` + `step_env` on N fresh levels for T steps (`bench.bot.bot_scan`), finished "
         "worlds included. Target (the issue): ≥1e6 bot steps/s on BossLevel.",
     ),
     Part(
@@ -175,7 +175,7 @@ PARTS: tuple[Part, ...] = (
         budget_s=90,  # 30 s went to registry
         params=dict(levels=list(PAPER_LEVELS), episodes=2000, worlds=2000, seed=0),
         toy=dict(levels=["GoToRedBallGrey"], episodes=8, worlds=8, seed=0),
-        note="`bot_benchmark.bot_success` (as `scripts/babyai_bot_success.py`): success ≥99.9% over ≥2,000 "
+        note="`bench.bot.bot_success` (as `scripts/babyai_bot_success.py`): success ≥99.9% over ≥2,000 "
         "episodes and a mean length within 10% of minigrid's bot. Levels played concurrently: their seconds "
         "and rates share the machine.",
     ),

@@ -20,7 +20,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxsoc.benchmark import device_info, timed_compile
+from jaxsoc.core.timing import device_info, timed_compile
 
 #: the default budget of a full run and of ``--quick`` (minutes); part budgets are given for these
 FULL_MINUTES, QUICK_MINUTES = 25.0, 8.0
@@ -147,11 +147,11 @@ def measure_programs(ctx: Context, programs: Iterable[Program]) -> Iterator[dict
     """Yields one row per program, in order: the earlier run's row where ``ctx.previous`` has it, else a new
     measurement. New programs go in batches of ``ctx.workers``: each is traced in this thread and compiled
     in a worker thread (XLA releases the GIL, so a batch compiles in parallel), then, once the whole batch is
-    compiled and nothing else runs, each is timed (``benchmark.time_compiled``: a warm-up call, then the best
+    compiled and nothing else runs, each is timed (``core.timing.time_compiled``: a warm-up call, then the best
     of ``repeats``). ``compile_s`` is the wall time of a compilation that shared the CPU with the batch's
     others (``compile_workers`` in the row). Before a batch, the part stops if less time is left than the
     last batch took."""
-    from jaxsoc.benchmark import time_compiled
+    from jaxsoc.core.timing import time_compiled
 
     todo = []
     for program in programs:

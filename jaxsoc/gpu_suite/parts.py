@@ -3,7 +3,7 @@
 Each part is a generator ``part(ctx) -> Iterator[dict]`` of rows, each row with a ``key`` naming every
 parameter it depends on (an incomplete part resumed later keeps the rows whose key it plans again), and a
 ``render_<part>(rows) -> str`` giving its markdown table(s). The measurements themselves are the project's:
-``jaxsoc.benchmark`` (random-action throughput), ``jaxsoc.bot_benchmark`` (the bot's rate, success and
+``jaxsoc.bench.minigrid`` (random-action throughput), ``jaxsoc.bench.bot`` (the bot's rate, success and
 lengths), ``jaxsoc.learners.ppo`` (``Trainer``), ``jaxsoc.learners.bc`` (``train_bc``) and
 ``jaxsoc.learners.networks.layers`` (the two convolutions).
 """
@@ -64,10 +64,10 @@ def _common(rows: list[dict], names: tuple[str, ...]) -> str:
 
 # -- classic MiniGrid throughput -----------------------------------------------------------------------------
 def classic(ctx: Context) -> Iterator[dict]:
-    """Random-action steps/s of the classic MiniGrid envs (``benchmark.jaxsoc_scan``, the method of
+    """Random-action steps/s of the classic MiniGrid envs (``bench.minigrid.jaxsoc_scan``, the method of
     ``jaxsoc bench``) at every ``num_envs``, both occlusion modes, against minigrid's single-process rate (when
     minigrid is importable) and xminigrid's (when importable)."""
-    from jaxsoc.benchmark import compare_row, jaxsoc_scan, measure_minigrid, measure_xminigrid
+    from jaxsoc.bench.minigrid import compare_row, jaxsoc_scan, measure_minigrid, measure_xminigrid
 
     p = ctx.params
     steps, repeats = p["steps"], p["repeats"]
@@ -104,8 +104,8 @@ def classic(ctx: Context) -> Iterator[dict]:
 
 
 def render_classic(rows: list[dict]) -> str:
-    """Returns the classic throughput table (``benchmark.format_table``)."""
-    from jaxsoc.benchmark import format_table
+    """Returns the classic throughput table (``bench.minigrid.format_table``)."""
+    from jaxsoc.bench.minigrid import format_table
 
     return _common(rows, ("steps", "repeats", "reference_seconds")) + format_table(rows)
 
@@ -114,7 +114,7 @@ def render_classic(rows: list[dict]) -> str:
 def babyai(ctx: Context) -> Iterator[dict]:
     """Random-action steps/s of the BabyAI levels (pooled resets, minigrid occlusion) for every ``runs``
     entry ``[num_envs, steps, repeats]``, with the target of the level's rooms (``BABYAI_TARGET``)."""
-    from jaxsoc.benchmark import jaxsoc_scan
+    from jaxsoc.bench.minigrid import jaxsoc_scan
 
     def program(env: str, n: int, steps: int, repeats: int) -> Program:
         made = {}
@@ -155,9 +155,9 @@ def render_babyai(rows: list[dict]) -> str:
 
 # -- the bot ----------------------------------------------------------------------------------------------------
 def bot_speed(ctx: Context) -> Iterator[dict]:
-    """The JAX bot's steps/s on every level (``bot_benchmark.bot_scan``: ``num_envs`` fresh levels played for
+    """The JAX bot's steps/s on every level (``bench.bot.bot_scan``: ``num_envs`` fresh levels played for
     ``steps`` steps, worlds whose episode ended included), with the target where the issue sets one."""
-    from jaxsoc.bot_benchmark import bot_row, bot_scan
+    from jaxsoc.bench.bot import bot_row, bot_scan
 
     p = ctx.params
     n, steps, repeats = p["num_envs"], p["steps"], p["repeats"]
@@ -195,11 +195,11 @@ def render_bot_speed(rows: list[dict]) -> str:
 
 def bot_success(ctx: Context) -> Iterator[dict]:
     """The bot's success rate and mean episode length over ``episodes`` generated levels of every level
-    (``bot_benchmark.bot_success``, as ``scripts/babyai_bot_success.py``), ``ctx.workers`` levels played at
+    (``bench.bot.bot_success``, as ``scripts/babyai_bot_success.py``), ``ctx.workers`` levels played at
     once in threads (their compilations overlap; their seconds and rates then share the machine)."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-    from jaxsoc.bot_benchmark import bot_success as measure
+    from jaxsoc.bench.bot import bot_success as measure
 
     p = ctx.params
     episodes, worlds, seed = p["episodes"], p["worlds"], p["seed"]
@@ -232,7 +232,7 @@ def bot_success(ctx: Context) -> Iterator[dict]:
 
 def render_bot_success(rows: list[dict]) -> str:
     """Returns the bot success table of ``scripts/babyai_bot_success.py``."""
-    from jaxsoc.bot_benchmark import BOT_SUCCESS_HEADER, bot_success_line
+    from jaxsoc.bench.bot import BOT_SUCCESS_HEADER, bot_success_line
     from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
 
     order = {name: i for i, name in enumerate(PAPER_LEVELS)}

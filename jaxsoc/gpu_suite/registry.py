@@ -1,7 +1,7 @@
 """The GPU suite's ``registry`` part: random-action steps/s of every minigrid id beyond the ``classic`` and
-``babyai`` parts (``benchmark.registry_ids``: the other MiniGrid ids and the bonus BabyAI levels), each with its
+``babyai`` parts (``bench.minigrid.registry_ids``: the other MiniGrid ids and the bonus BabyAI levels), each with its
 own occlusion setting (minigrid's default for the id), BabyAI levels with pooled resets, next to xminigrid's rate
-for the ids it shares (``benchmark.XMINIGRID_IDS``) where xminigrid is importable.
+for the ids it shares (``bench.minigrid.XMINIGRID_IDS``) where xminigrid is importable.
 
 One row per (id, N), timed by ``core.measure_programs`` (compiled apart, in parallel; a warm-up call, then the
 best of ``repeats``). A part cut off by its budget keeps its rows and resumes on the next call.
@@ -16,7 +16,7 @@ from jaxsoc.gpu_suite.core import Context, Program, measure_programs
 
 
 def _program(env: str, num_envs: int, steps: int, repeats: int, with_xminigrid: bool) -> Program:
-    from jaxsoc.benchmark import compare_row, jaxsoc_scan, measure_xminigrid
+    from jaxsoc.bench.minigrid import compare_row, jaxsoc_scan, measure_xminigrid
 
     made = {}
 
@@ -34,8 +34,8 @@ def _program(env: str, num_envs: int, steps: int, repeats: int, with_xminigrid: 
 
 def registry(ctx: Context) -> Iterator[dict]:
     """Yields one row per id and size (module docstring). Parameters: ``envs`` (None: every
-    ``benchmark.registry_ids()``), ``num_envs``, ``steps``, ``repeats``."""
-    from jaxsoc.benchmark import registry_ids
+    ``bench.minigrid.registry_ids()``), ``num_envs``, ``steps``, ``repeats``."""
+    from jaxsoc.bench.minigrid import registry_ids
 
     p = ctx.params
     envs = p["envs"] or registry_ids()

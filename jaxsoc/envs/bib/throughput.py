@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsoc.benchmark import compile_cached, device_info, positive_int
+from jaxsoc.core.timing import compile_cached, device_info, positive_int
 from jaxsoc.envs.bib import dataset, render, tasks
 from jaxsoc.envs.bib import world as W
 
@@ -152,7 +152,7 @@ _COMPILED: dict[Workload, tuple[Any, float]] = {}
 
 def compile_workloads(workloads: Iterable[Workload], workers: int = 1) -> list[tuple[Any, float]]:
     """Returns ``(compiled, compile_s)`` per workload, in order, each compiled once per process
-    (``benchmark.compile_cached``: traced here, compiled in ``workers`` threads)."""
+    (``core.timing.compile_cached``: traced here, compiled in ``workers`` threads)."""
     return compile_cached(workloads, _COMPILED, workers)
 
 

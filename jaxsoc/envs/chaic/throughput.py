@@ -42,7 +42,7 @@ on an NVIDIA A10G GPU" (CHAIC, appendix E.3: the RL helper's steps in ThreeDWorl
 actions as steps overstates the ratio by up to 2; ``helper_steps_per_s`` counts the helper's alone).
 
 **Timing** (``measure``): each program is compiled apart (``compile_s``), called once to warm up, then timed as
-the best of ``repeats`` calls on fresh keys (``benchmark.time_compiled``).
+the best of ``repeats`` calls on fresh keys (``core.timing.time_compiled``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsoc.benchmark import compile_cached, device_info, positive_int, tree_checksum
+from jaxsoc.core.timing import compile_cached, device_info, positive_int, tree_checksum
 from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic import env as E
 from jaxsoc.envs.chaic import state as S
@@ -335,7 +335,7 @@ _COMPILED: dict[Workload, tuple[Any, float]] = {}
 
 def compile_workloads(workloads: Iterable[Workload], workers: int = 1) -> list[tuple[Any, float]]:
     """Returns ``(compiled, compile_s)`` per workload, in order, each compiled once per process
-    (``benchmark.compile_cached``: traced here, compiled in ``workers`` threads)."""
+    (``core.timing.compile_cached``: traced here, compiled in ``workers`` threads)."""
     return compile_cached(workloads, _COMPILED, workers)
 
 
@@ -350,7 +350,7 @@ def row_key(workload: Workload, repeats: int, seed: int) -> str:
 
 def measure_workload(workload: Workload, repeats: int = 3, seed: int = 0) -> dict[str, Any]:
     """Returns one row of ``measure`` for ``workload`` (compiling it unless ``compile_workloads`` already did)."""
-    from jaxsoc.benchmark import time_compiled
+    from jaxsoc.core.timing import time_compiled
 
     repeats = positive_int("repeats", repeats)
     ((compiled, compile_s),) = compile_workloads([workload])

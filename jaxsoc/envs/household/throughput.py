@@ -27,7 +27,7 @@ wrapping checksum of the last observations).
 it, counting a step of two actions as one action (so it understates the ratio of actions by 2).
 
 **Timing** (``measure``): each program is compiled apart (``compile_s``), called once to warm up, then timed as
-the best of ``repeats`` calls on fresh keys (``benchmark.time_compiled``).
+the best of ``repeats`` calls on fresh keys (``core.timing.time_compiled``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from jaxsoc.benchmark import compile_cached, device_info, positive_int, tree_checksum
+from jaxsoc.core.timing import compile_cached, device_info, positive_int, tree_checksum
 from jaxsoc.envs.household import env as E
 from jaxsoc.envs.household import world as W
 
@@ -187,7 +187,7 @@ _COMPILED: dict[Workload, tuple[Any, float]] = {}
 
 def compile_workloads(workloads: Iterable[Workload], workers: int = 1) -> list[tuple[Any, float]]:
     """Returns ``(compiled, compile_s)`` per workload, in order, each compiled once per process
-    (``benchmark.compile_cached``: traced here, compiled in ``workers`` threads)."""
+    (``core.timing.compile_cached``: traced here, compiled in ``workers`` threads)."""
     return compile_cached(workloads, _COMPILED, workers)
 
 
@@ -199,7 +199,7 @@ def row_key(workload: Workload, repeats: int, seed: int) -> str:
 
 def measure_workload(workload: Workload, repeats: int = 3, seed: int = 0) -> dict[str, Any]:
     """Returns one row of ``measure`` for ``workload`` (compiling it unless ``compile_workloads`` already did)."""
-    from jaxsoc.benchmark import time_compiled
+    from jaxsoc.core.timing import time_compiled
 
     repeats = positive_int("repeats", repeats)
     ((compiled, compile_s),) = compile_workloads([workload])

@@ -1,4 +1,4 @@
-"""The ``jaxsoc`` command: ``list``, ``demo``, ``render``, ``bench``, ``demos``, ``train`` and ``eval``."""
+"""The environment-level ``jaxsoc`` subcommands: ``list``, ``demo``, ``render`` and ``demos``."""
 
 from __future__ import annotations
 
@@ -12,20 +12,10 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsoc
-from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
-
-GPU_BENCH_ENVS = [
-    "MiniGrid-Empty-8x8-v0",
-    "MiniGrid-DoorKey-8x8-v0",
-    "MiniGrid-BlockedUnlockPickup-v0",
-    "MiniGrid-FourRooms-v0",
-]
 
 
-BABYAI_BENCH_ENVS = [f"BabyAI-{name}-v0" for name in PAPER_LEVELS]
-
-
-def _on_accelerator() -> bool:
+def on_accelerator() -> bool:
+    """True when jax's default backend is not the CPU (the commands then pick GPU-sized defaults)."""
     return jax.default_backend() != "cpu"
 
 
@@ -76,7 +66,7 @@ def cmd_demo(args) -> int:
 
     env, params = jaxsoc.make(args.env)
     key = jax.random.key(args.seed)
-    num_envs = args.num_envs or (65536 if _on_accelerator() else 2048)
+    num_envs = args.num_envs or (65536 if on_accelerator() else 2048)
     device = jax.devices()[0].device_kind
     run = jax.jit(lambda k: random_rollout(env, params, k, num_envs, args.steps)[0])
     start = time.perf_counter()
@@ -120,73 +110,6 @@ def cmd_render(args) -> int:
         frames = caption(frames, texts)
     out = save_video(frames, args.out, fps=args.fps)
     print(f"wrote {out} ({args.steps} frames of {args.env}, seed {args.seed})")
-    return 0
-
-
-def cmd_bench(args) -> int:
-    from jaxsoc.benchmark import run_table
-
-    if args.suite == "gpu":
-        from jaxsoc import gpu_suite
-
-        flags = {"--envs": args.envs, "--num-envs": args.num_envs, "--steps": args.steps, "--json": args.json}
-        given = [flag for flag, value in flags.items() if value]
-        if given:
-            print(
-                f"jaxsoc bench --suite gpu: {', '.join(given)} not taken (the parts set their sizes)", file=sys.stderr
-            )
-            return 2
-        return gpu_suite.run_from_args(args)
-    gpu = _on_accelerator()
-    if args.suite == "bot":
-        from jaxsoc.bot_benchmark import run_bot_table
-
-        rows = run_bot_table(
-            args.envs or (BABYAI_BENCH_ENVS if gpu else ["BabyAI-GoToLocal-v0", "BabyAI-BossLevel-v0"]),
-            args.num_envs or ([4096, 16384, 65536] if gpu else [64, 256]),
-            args.steps or (256 if gpu else 64),
-            repeats=args.repeats,
-            reference_seconds=0 if args.no_reference else args.reference_seconds,
-        )
-        if args.json:
-            import json
-
-            Path(args.json).write_text(json.dumps(rows, indent=2))
-        return 0
-    if args.suite == "registry":
-        from jaxsoc.benchmark import registry_ids, run_registry_table
-
-        rows = run_registry_table(
-            args.envs or registry_ids(),
-            args.num_envs or ([65_536] if gpu else [1024]),
-            args.steps or (500 if gpu else 100),
-            repeats=args.repeats,
-            reference_seconds=0 if args.no_reference else min(args.reference_seconds, 1.0),
-        )
-        if args.json:
-            import json
-
-            Path(args.json).write_text(json.dumps(rows, indent=2))
-        return 0
-    babyai = args.suite == "babyai"
-    suite = BABYAI_BENCH_ENVS if babyai else GPU_BENCH_ENVS
-    envs = args.envs or (suite if gpu or babyai else suite[:2])
-    sizes = args.num_envs or ([4**k for k in range(5, 10)] if gpu else [256, 1024, 4096])
-    steps = args.steps or (1000 if gpu else 100)
-    occlusion = args.see_through_walls or ("off" if babyai else "both")
-    modes = {"both": (True, False), "on": (True,), "off": (False,)}[occlusion]
-    rows = run_table(
-        envs,
-        sizes,
-        steps,
-        occlusion=modes,
-        repeats=args.repeats,
-        reference_seconds=0 if args.no_reference else args.reference_seconds,
-    )
-    if args.json:
-        import json
-
-        Path(args.json).write_text(json.dumps(rows, indent=2))
     return 0
 
 
@@ -240,9 +163,8 @@ def cmd_demos(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jaxsoc", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """Adds ``jaxsoc list``, ``jaxsoc demo`` and ``jaxsoc render`` to the ``jaxsoc`` command's subparsers."""
     sub.add_parser("list", help="list registered environments").set_defaults(func=cmd_list)
 
     demo = sub.add_parser("demo", help="vmapped random rollout: throughput line and a GIF")
@@ -261,32 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--out", default="episode.gif")
     render.set_defaults(func=cmd_render)
 
-    bench = sub.add_parser("bench", help="throughput table against minigrid (and xminigrid if installed)")
-    bench.add_argument("--envs", nargs="+")
-    bench.add_argument("--num-envs", nargs="+", type=int)
-    bench.add_argument("--steps", type=int)
-    bench.add_argument("--repeats", type=int, default=3)
-    bench.add_argument(
-        "--suite",
-        choices=["classic", "babyai", "registry", "bot", "gpu"],
-        default="classic",
-        help="classic MiniGrid envs, the 19 BabyAI levels (resets pooled, minigrid occlusion), the rest of "
-        "minigrid's registry (every other MiniGrid id and the bonus BabyAI levels, each id's own occlusion, minigrid's "
-        "rate over at most 1 s), the BabyAI bot "
-        "(bot steps/s against minigrid's BabyAIBot), or every GPU figure of the project (jaxsoc.gpu_suite: "
-        "budgeted parts, row files and the generated GPU section of benchmarks/RESULTS.md)",
-    )
-    bench.add_argument(
-        "--see-through-walls", choices=["both", "on", "off"], help="default: both (classic), off (babyai)"
-    )
-    bench.add_argument("--reference-seconds", type=float, default=5.0)
-    bench.add_argument("--no-reference", action="store_true", help="skip the minigrid reference rate")
-    bench.add_argument("--json", help="also write the rows as JSON")
-    from jaxsoc.gpu_suite import add_arguments as add_gpu_suite_arguments
 
-    add_gpu_suite_arguments(bench.add_argument_group("GPU suite (--suite gpu; see jaxsoc.gpu_suite)"))
-    bench.set_defaults(func=cmd_bench)
-
+def add_demos_parser(sub: argparse._SubParsersAction) -> None:
+    """Adds ``jaxsoc demos`` (the BabyAI bot's demonstration datasets) to the ``jaxsoc`` command's subparsers."""
     demos = sub.add_parser("demos", help="write a BabyAI bot demonstration dataset (sharded, resumable)")
     demos.add_argument("--env", required=True, help="a BabyAI level, e.g. BabyAI-GoToLocal-v0")
     demos.add_argument("--episodes", type=int, required=True, help="episodes to generate")
@@ -296,33 +195,3 @@ def build_parser() -> argparse.ArgumentParser:
     demos.add_argument("--shard-episodes", type=int, default=10_000, help="episode indices per shard file")
     demos.add_argument("--keep-failed", action="store_true", help="also store episodes the bot did not solve")
     demos.set_defaults(func=cmd_demos)
-
-    from jaxsoc.learners.commands import add_parsers
-
-    add_parsers(sub)
-    from jaxsoc.envs.bib.commands import add_parser as add_bib_parser
-
-    add_bib_parser(sub)
-    from jaxsoc.envs.household.commands import add_parser as add_household_parser
-
-    add_household_parser(sub)
-    from jaxsoc.envs.chaic.commands import add_parser as add_chaic_parser
-
-    add_chaic_parser(sub)
-    from jaxsoc.envs.excalibur.commands import add_parser as add_excalibur_parser
-
-    add_excalibur_parser(sub)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except KeyError as error:  # unknown environment names
-        print(f"jaxsoc: {error.args[0]}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

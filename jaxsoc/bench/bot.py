@@ -46,7 +46,7 @@ def bot_row(env_name: str, num_envs: int, num_steps: int, compile_s: float, run_
 def measure_jax_bot(env_name: str, num_envs: int, num_steps: int, repeats: int = 2) -> dict:
     """Returns the jaxsoc bot's rate on ``num_envs`` worlds for ``num_steps`` steps, with the share of
     episodes that ended successfully within them (``bot_row``)."""
-    from jaxsoc.benchmark import time_compiled
+    from jaxsoc.core.timing import time_compiled
 
     key = jax.random.key(0)
     start = time.perf_counter()

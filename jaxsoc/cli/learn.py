@@ -126,11 +126,11 @@ def cmd_train(args) -> int:
 
 
 def _train_family(args, family: str) -> int:
-    """Runs ``jaxsoc train`` for a learner family with its own front end (``jaxsoc.learners.<family>.commands``:
-    ``config_type``, ``train_command`` and ``run_line``)."""
-    import importlib
+    """Runs ``jaxsoc train`` for a learner family with its own front end (the family's command module
+    ``jaxsoc.cli.<family>``: ``config_type``, ``train_command`` and ``run_line``)."""
+    from jaxsoc.cli import bib, chaic, household
 
-    front = importlib.import_module(f"jaxsoc.learners.{family}.commands")
+    front = {"bib": bib, "household": household, "chaic": chaic}[family]
     try:
         summary = front.train_command(args, parse_overrides(front.config_type(args.algo), args.set))
     except (TypeError, ValueError) as error:

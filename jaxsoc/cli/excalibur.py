@@ -18,7 +18,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxsoc.core.commands import clear_errors
+from jaxsoc.cli.errors import clear_errors
 
 SCRIPTED = ("oracle", "random")
 
