@@ -139,7 +139,7 @@ def cmd_eval(args) -> int:
     text = (
         f"EXCALIBUR, {args.episodes} episodes of the {args.split} bank, budgets {args.explore_budget} (I) and "
         f"{args.reenter_budget} (III) steps; ExQA = accuracy IV - steps / k with k = {k:.4g} fitted on the oracle "
-        f"explorer stopped early and late (Eq. 5, commands.REFERENCE_FRACTIONS):\n\n{table}\n\n"
+        f"explorer stopped early and late (Eq. 5, jaxsoc.cli.excalibur.REFERENCE_FRACTIONS):\n\n{table}\n\n"
         + "\n".join(f"- {label}: ExQA {s['exqa_again']:.3f}" for label, s in results.items())
     )
     print(text)

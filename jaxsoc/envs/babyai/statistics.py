@@ -30,7 +30,7 @@ STATISTICS = (
     "agent_room",
     "agent_dir",
 )
-# minigrid 3.2.0 adds distractors to the locked room of these levels (its ``is`` bug, see the README); jaxsoc
+# minigrid 3.2.0 adds distractors to the locked room of these levels (its ``is`` bug, see docs/babyai.md); jaxsoc
 # follows the paper, so their object counts differ on purpose
 KNOWN_DIFFERENCES = {"Unlock": ("objects",), "GoToImpUnlock": ("objects",)}
 _SEQ_WORDS = {I.SEQ_BEFORE: "then", I.SEQ_AFTER: "after"}
