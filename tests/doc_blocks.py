@@ -200,11 +200,11 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict | None:
 
 def _check_inline(parser: argparse.ArgumentParser, tokens: list[str]) -> str | None:
     """Returns None when the words after ``jaxsoc`` name existing (sub)commands and every ``--option`` exists for
-    the command they reach, else the problem. Placeholders (``RUN``, ``...``) are not checked."""
+    the command they reach, else the problem. Placeholders (``RUN``, ``...``, ``<family>``) are not checked."""
     path = ["jaxsoc"]
     for token in tokens[1:]:
         choices = _subcommands(parser)
-        if choices is None or token.startswith("-") or token == "...":
+        if choices is None or token.startswith("-") or token == "..." or token.startswith("<"):
             break
         if token not in choices:
             return f"unknown command {' '.join([*path, token])!r} (choose from {', '.join(choices)})"
