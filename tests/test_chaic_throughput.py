@@ -2,10 +2,11 @@
 sizes: complete rows with consistent counts for the four modes, the table, the part's verdicts, its out-of-memory
 rows, and a part cut by its budget that a rerun resumes.
 
-Four worlds for three steps keep each program small; the four programs are compiled once, two at a time (the
-module's fixture), and reused by the part's and the script's tests (``compile_workloads`` caches them per
-process). Those tests are ``slow`` (a minute of compilation on a 2-core CPU): in CI the GPU suite's toy run
-(``tests/test_gpu_suite.py``) measures the part's workloads, and ``tests/test_chaic_ppo.py`` steps the helper view."""
+In CI, ``test_tiny_rows_have_consistent_counts`` checks the counts of the four modes at two worlds for two steps
+(four small programs, compiled two at a time). The other measuring tests use four worlds for three steps, the GPU
+suite's toy workloads, compiled once (the module's fixture) and reused by the part's and the script's tests
+(``compile_workloads`` caches them per process); they are ``slow`` (another minute of compilation on a 2-core CPU):
+in CI the GPU suite's toy run (``tests/test_gpu_suite.py``) measures the part's workloads."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from jaxsoc.gpu_suite import chaic as suite_chaic
 from jaxsoc.gpu_suite import core
 
 N, T = 4, 3
+TINY_N, TINY_T = 2, 2  # CI: the counting test at the tiniest size
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "chaic_throughput.py"
 
 
@@ -30,15 +32,21 @@ def rows():
     return throughput.measure([N], steps=T, repeats=1, workers=2)
 
 
-@pytest.mark.slow
-def test_measure_returns_complete_rows_with_consistent_counts(rows):
+@pytest.fixture(scope="module")
+def tiny_rows():
+    """The four modes at the tiniest size: two worlds for two steps, timed once (CI)."""
+    return throughput.measure([TINY_N], steps=TINY_T, repeats=1, workers=2)
+
+
+def check_counts(rows: list[dict], n: int, t: int) -> None:
+    """Asserts that ``measure``'s rows of the four modes at ``n`` worlds for ``t`` steps have consistent counts."""
     assert [r["mode"] for r in rows] == list(throughput.MODES)
     assert [r["env"] for r in rows] == ["ChaicEnv", "ChaicEnv", "ChaicHelperEnv", "rule agents"]
     for r in rows:
-        assert r["num_envs"] == N and r["steps"] == T and r["env_steps"] == N * T and r["repeats"] == 1
-        assert r["key"] == f"{r['mode']}|task=normal|N={N}|T={T}|repeats=1|split=train|task_seed=0|seed=0"
+        assert r["num_envs"] == n and r["steps"] == t and r["env_steps"] == n * t and r["repeats"] == 1
+        assert r["key"] == f"{r['mode']}|task=normal|N={n}|T={t}|repeats=1|split=train|task_seed=0|seed=0"
         assert r["task"] == "normal" and r["tasks"] == 256 and r["compile_s"] > 0 and r["run_s"] > 0
-        assert r["env_steps_per_s"] == pytest.approx(N * T / r["run_s"])
+        assert r["env_steps_per_s"] == pytest.approx(n * t / r["run_s"])
         started = sum(r["started"])
         assert started > 0 and all(s >= 0 for s in r["started"])
         assert r["agent_steps_per_s"] == pytest.approx(started / r["run_s"])
@@ -46,18 +54,18 @@ def test_measure_returns_complete_rows_with_consistent_counts(rows):
         assert r["frames"] > 0 and r["frames_per_s"] == pytest.approx(r["frames"] / r["run_s"])
         assert r["reference_steps_per_s"] == pytest.approx(1e4 / 86400)
         assert r["ratio_reference"] == pytest.approx(r["agent_steps_per_s"] * 8.64)
-        assert 0 <= r["episodes_ended"] <= N * T and r["checksum"] > 0
+        assert 0 <= r["episodes_ended"] <= n * t and r["checksum"] > 0
         assert r["platform"] == jax.default_backend() and r["device"] and r["jax"]
         if r["mode"] == "helper":  # up to 8 events per helper step, not reported; the helper starts at most once
             assert r["events"] is None and r["events_per_s"] is None and r["events_per_step"] == 8
-            assert r["started"][1] <= N * T and r["started"][0] <= 8 * N * T
+            assert r["started"][1] <= n * t and r["started"][0] <= 8 * n * t
             assert r["frames"] >= r["started"][1]  # every helper action lasts at least a frame
         else:  # one event per step: each agent starts at most one action in it, and the clock moves on
-            assert r["events"] == N * T and r["events_per_s"] == pytest.approx(r["env_steps_per_s"])
+            assert r["events"] == n * t and r["events_per_s"] == pytest.approx(r["env_steps_per_s"])
             assert all(s <= r["events"] for s in r["started"]) and started <= 2 * r["events"]
             assert r["frames"] >= r["events"] and r["events_per_step"] == 1
     # at frame 0 every agent is ready: each world's first event starts both agents' actions
-    assert all(min(r["started"]) >= N for r in rows if r["mode"] != "helper")
+    assert all(min(r["started"]) >= n for r in rows if r["mode"] != "helper")
     uniform, valid, helper, agents = rows
     assert valid["refused"] == [0, 0]  # drawn among the valid actions, so never refused
     assert sum(uniform["refused"]) > 0  # most of the 96 pick/remove ids are refused
@@ -65,6 +73,15 @@ def test_measure_returns_complete_rows_with_consistent_counts(rows):
     for r in rows:
         for refused, started, fraction in zip(r["refused"], r["started"], r["refused_fraction"]):
             assert refused is None or (0 <= refused <= started and fraction == pytest.approx(refused / started))
+
+
+def test_tiny_rows_have_consistent_counts(tiny_rows):
+    check_counts(tiny_rows, TINY_N, TINY_T)
+
+
+@pytest.mark.slow
+def test_measure_returns_complete_rows_with_consistent_counts(rows):
+    check_counts(rows, N, T)
 
 
 def test_workloads_are_checked():
@@ -154,7 +171,7 @@ def test_suite_part_stops_without_time_and_resumes(rows, tmp_path):
     part = next(p for p in gpu_suite.PARTS if p.name == "chaic")  # toy workloads: some the fixture compiled
     toy = dict(part.toy)
     assert toy["sizes"] == [N] and toy["steps"] == T and set(toy["modes"]) <= set(throughput.MODES)
-    assert sum(p.budget_s for p in gpu_suite.PARTS) == 1500 and part.budget_s == 120
+    assert sum(p.budget_s for p in gpu_suite.PARTS) == 1500 and part.budget_s == 90
     state = core.run_part(part, tmp_path, params=part.toy, budget_s=0, toy=True)
     assert not state["complete"] and state["rows"] == []
     state = core.run_part(part, tmp_path, params=part.toy, budget_s=60, toy=True)

@@ -43,8 +43,11 @@ from them) and run ``python benchmarks/gpu_suite.py --render-only`` to rewrite `
 from them. Compiled programs go to jax's persistent compilation cache (``--compile-cache``, in the machine's
 temp dir), so a call that was cut off does not pay its compilations again on the same machine.
 
-**Sizes.** ``--toy`` runs every part at toy sizes (a CPU smoke test, ``tests/test_gpu_suite.py``); its rows
-say so and its default output is a temporary directory, never ``benchmarks/``. Without ``--toy`` the suite
+**Sizes.** ``--toy`` runs every part at toy sizes (a CPU smoke test); its rows say so and its default output is a
+temporary directory, never ``benchmarks/``. CI's ``tests/test_gpu_suite.py`` runs every part but the learners'
+(``ppo``, ``ppo_paper``, ``household_learners``, ``bib_learners``, ``chaic_learners``) at toy sizes; those run in
+its ``slow`` test, where the toy ``household_learners`` leaves the Hybrid out, and ``tests/test_gpu_suite_smoke.py``
+(``slow``) runs the Hybrid's program. Without ``--toy`` the suite
 refuses to run on a CPU (``--allow-cpu`` overrides).
 
 **Adding a part** (the household, CHAIC and EXCALIBUR families): write, in a module of this package, a

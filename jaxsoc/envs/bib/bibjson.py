@@ -1,4 +1,6 @@
-"""BIB's JSON episode files: writing an ``Episode`` in the official format and reading one back.
+"""BIB's JSON episode files: writing an ``Episode`` in BIB's format, as its public readers document it, and reading
+one back. The reader is tested on files written here and on one built frame by frame from the format's description
+(``tests/test_bib_json_documented.py``), never on an official file (none was available).
 
 **The format** (one ``.json`` per episode, next to its ``.mp4``): a list of 9 trials (8 familiarisation trials
 and the test trial), each a list of frames, each frame a dict:

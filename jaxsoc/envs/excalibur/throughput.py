@@ -10,6 +10,10 @@ Modes (``MODES``):
   table and every question answered from what was seen) at every exploration step;
 - ``oracle``: the oracle explorer (``agents.OracleExplorer``) choosing every action, on ``EXCALIBUR-v0``.
 
+House generation (``measure_houses``): ``houses.generate_batch`` of ``N`` houses of the default configuration
+(2 x 2 rooms of 7 cells) in one jitted call, questions not attached (``bank.make_bank`` filters them on the host
+afterwards; ``measure_houses`` times that too when asked).
+
 No reference implementation of EXCALIBUR exists to compare with (the original runs AI2-THOR, a Unity renderer,
 at tens of steps per second per process): the table gives absolute rates only.
 """
@@ -114,6 +118,56 @@ def measure(w: Workload, repeats: int = 2, seed: int = 0) -> dict:
         "steps_per_s": w.num_envs * w.steps / best,
         "device": jax.devices()[0].device_kind,
     }
+
+
+def measure_houses(num_houses: int, repeats: int = 2, seed: int = 0, bank: bool = False) -> dict:
+    """Returns a row for generating ``num_houses`` houses of ``bank.DEFAULT_CONFIG`` in one jitted
+    ``houses.generate_batch`` call: ``compile_s`` (the first call), ``run_s`` (the best of ``repeats`` calls
+    after it, each with a new key so nothing is reused) and ``houses_per_s`` (``N / run_s``). With ``bank``,
+    also ``bank_s``: the seconds of ``bank.make_bank("train", num_houses=N)`` (generation and the host-side
+    question filtering, compiled already), and ``bank_houses`` (the houses it kept)."""
+    from jaxsoc.envs.excalibur import bank as B
+    from jaxsoc.envs.excalibur import houses as H
+
+    if isinstance(num_houses, bool) or num_houses < 1 or repeats < 1:
+        raise ValueError(f"num_houses and repeats must be >= 1, got {num_houses}, {repeats}")
+    config = B.DEFAULT_CONFIG
+    start = time.perf_counter()
+    jax.block_until_ready(H.generate_batch(jax.random.key(seed), config, num_houses))
+    compile_s = time.perf_counter() - start
+    best = float("inf")
+    for r in range(repeats):
+        key = jax.random.key(seed + 1 + r)
+        start = time.perf_counter()
+        jax.block_until_ready(H.generate_batch(key, config, num_houses))
+        best = min(best, time.perf_counter() - start)
+    row = {
+        "key": f"houses|n={num_houses}|repeats={repeats}",
+        "mode": "houses",
+        "num_envs": num_houses,
+        "repeats": repeats,
+        "compile_s": compile_s,
+        "run_s": best,
+        "houses_per_s": num_houses / best,
+        "device": jax.devices()[0].device_kind,
+    }
+    if bank:
+        B.make_bank("train", num_houses=num_houses)  # compiles the filtering's jitted parts
+        start = time.perf_counter()
+        kept, _ = B.make_bank("train", seed=1, num_houses=num_houses)
+        row["bank_s"] = time.perf_counter() - start
+        row["bank_houses"] = int(kept.num_questions.shape[0])
+    return row
+
+
+def format_houses_table(rows: list[dict]) -> str:
+    """Returns a markdown table of ``measure_houses`` rows: N, houses/s, compile seconds, bank seconds (– when
+    not measured)."""
+    lines = ["| houses generated at once | houses/s | compile (s) | bank with questions (s) |", "|---:|---:|---:|---:|"]
+    for r in rows:
+        bank = f"{r['bank_s']:.1f} ({r['bank_houses']} kept)" if "bank_s" in r else "–"
+        lines.append(f"| {r['num_envs']:,} | {r['houses_per_s']:,.0f} | {r['compile_s']:.1f} | {bank} |")
+    return "\n".join(lines)
 
 
 def format_table(rows: list[dict]) -> str:
