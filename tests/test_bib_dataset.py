@@ -1,7 +1,6 @@
 """BIB datasets: BIB's file layout, manifest and train/validation split, resuming, determinism, videos, loading
 and in-memory sampling, with a small stand-in for the task generators (fast, and independent of them)."""
 
-import importlib.util
 import json
 import sys
 import types
@@ -160,7 +159,6 @@ def test_batch_size_and_writer_threads_do_not_change_the_dataset(tmp_path):
     assert contents(tmp_path / "a") == contents(tmp_path / "b")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("jaxsoc.envs.bib.render") is None, reason="render.py is not written yet")
 def test_gif_videos(tmp_path):
     write(tmp_path, tasks=["preference"], episodes=1, video="gif", video_size=40)
     folder = tmp_path / "background" / "preference"

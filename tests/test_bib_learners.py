@@ -221,6 +221,14 @@ def test_observer_run_uses_the_atc_encoder_and_evaluates(runs, capsys):
     for s in range(2):
         assert jax.tree.all(jax.tree.map(lambda a, b, s=s: jnp.array_equal(a[s], b), states.params["encoder"], encoder))
     assert info["seeds"] == 2 and len(runs["observer"]["val_loss_per_seed"]) == 2
+    # the restored observer (encoding its frames with the checkpoint's encoder) has the validation loss the run
+    # logged in memory, seed by seed, and the two seeds are different observers
+    validation = learner.prepare(D.compact(runs["data"][1]))
+    size = D.num_episodes(runs["data"][1])
+    keys = jax.vmap(lambda k: jax.random.fold_in(k, run.VALIDATION_KEY))(run.seed_keys(info["seed"], 2))
+    losses = run.Epochs(learner, size, size, size, size).validate(states, keys, validation)
+    np.testing.assert_allclose(losses, runs["observer"]["val_loss_per_seed"], rtol=1e-4)
+    assert losses[0] != losses[1]
     args = ["bib", "eval", str(root / "bc"), "--pairs", "16", "--types", "preference", "--no-reference"]
     assert main([*args, "--batch", "16", "--out", str(root / "eval")]) == 0
     out = capsys.readouterr().out

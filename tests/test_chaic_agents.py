@@ -1,13 +1,12 @@
 """CHAIC's navigation, rule-based agents and episode runner (``jaxsoc/envs/chaic/{navigation,agents,play}.py``).
 
-The scenes are built by hand here (a 2 x 2 ring of rooms and an L of three rooms, 5 m rooms with 1 m doors), so
-the tests do not depend on the task generators (2 generated normal-task episodes are added when ``tasks`` is
-available). Compile time dominates on the CPU, so every episode runs in one compiled runner (``play`` with
-``record``): the constrained agent with a test helper, ``_ByCondition``, that is the RHP, the Oracle or the random
-helper according to the episode's condition code (stored in ``state.episode``); the helper (or the constrained
-agent) is taken out by making it inactive in the state itself. The navigation walks (through two doors; the
-wheelchair round a blocked door) are episodes of that runner too: the rule agent walks with
-``navigation.next_waypoint`` + ``steer_clear`` and ``world.step_event``.
+The scenes are built by hand here (a 2 x 2 ring of rooms and an L of three rooms, 5 m rooms with 1 m doors), so the
+tests do not depend on the task generators (2 generated normal-task episodes are added). Compile time dominates on the
+CPU, so every episode runs in one compiled runner (``play`` with ``record``): the constrained agent with a test helper,
+``_ByCondition``, that is the RHP, the Oracle or the random helper according to the episode's condition code (stored in
+``state.episode``); the helper (or the constrained agent) is taken out by making it inactive in the state itself. The
+navigation walks (through two doors; the wheelchair round a blocked door) are episodes of that runner too: the rule
+agent walks with ``navigation.next_waypoint`` + ``steer_clear`` and ``world.step_event``.
 """
 
 from __future__ import annotations
@@ -198,11 +197,9 @@ class _ByCondition(A.RuleAgent):
 
 def generated_episodes():
     """Returns 2 episodes of the normal task's test split (``tasks.make_split``) with the constrained agent alone
-    (condition ``GENERATED``), or an empty list when the task generators are not available."""
-    try:
-        from jaxsoc.envs.chaic import tasks
-    except ImportError:
-        return []
+    (condition ``GENERATED``)."""
+    from jaxsoc.envs.chaic import tasks
+
     states = tasks.make_split("normal", "test", 0, size=2).states
     active = states.agents.active.at[:, S.HELPER].set(False)
     states = states.replace(agents=states.agents.replace(active=active), episode=jnp.full(2, GENERATED, jnp.int32))
@@ -446,8 +443,7 @@ def test_runner_reports_and_stops_at_the_end(episodes):
 def test_main_alone_delivers_on_generated_normal_tasks(episodes):
     out, _, conditions = episodes
     generated = conditions == GENERATED
-    if not generated.any():
-        pytest.skip("jaxsoc.envs.chaic.tasks is not available")
+    assert generated.sum() == 2
     assert (out["transport_rate"][generated] > 0).all()
     assert (out["placed"][generated, 0] > 0).all() and (out["placed"][generated, 1] == 0).all()
     assert (out["success"] | (out["frames"] == 3000))[generated].all()

@@ -78,4 +78,6 @@ def test_tasks_and_a_tiny_evaluation(tmp_path, capsys):
     saved = json.loads((tmp_path / "chaic_eval.json").read_text())
     row = saved["results"]["furniture"]["none"]
     assert row["episodes"] == 2 and 0.0 <= row["tr"] <= 1.0 and saved["setting"]["max_events"] == 400
+    # the constrained agent delivers on its own, and nothing is credited to a helper that is not there
+    assert row["tr"] > 0.0 and row["cr"] == 0.0
     assert (tmp_path / "chaic_eval.png").stat().st_size > 0

@@ -233,6 +233,21 @@ def test_eval_helpers_are_parsed_with_clear_errors(half_run, tmp_path):
         load_ppo_helper(other)
 
 
+def test_the_loaded_helper_takes_valid_actions_in_play(half_run):
+    """The run's checkpoint as a helper in ``play`` (beside a constrained agent that waits, as in training): it
+    acts, with more than one action, and every action it takes is valid in the world then (the network's mask is
+    the helper's own)."""
+    from jaxsoc.envs.chaic import play as P
+
+    states = jax.tree_util.tree_map(lambda x: x[:2], T.cached_split("normal", "test").states)
+    run = P.make_player(A.NoHelper(inactive=False), load_ppo_helper(half_run), max_events=24, record=True)
+    out = jax.device_get(run(states, jax.random.split(jax.random.key(5), 2)))
+    actions, valid = out["actions"][..., S.HELPER], out["valid"][..., S.HELPER]
+    acted = actions >= 0
+    assert acted.sum() >= 4 and len(set(actions[acted].tolist())) > 1
+    assert valid[acted].all(), actions[acted & ~valid]
+
+
 def test_eval_command_with_a_ppo_run_and_append(half_run, tmp_path, capsys):
     out = tmp_path / "eval"
     base = ["chaic", "eval", "--tasks", "normal", "--episodes", "1", "--seeds", "1", "--max-events", "30"]

@@ -278,7 +278,6 @@ def test_free_cells_match_is_free():
 
 
 def test_policy_adapter(env, hand_bank):
-    pytest.importorskip("jaxsoc.learners.networks.excalibur")
     from jaxsoc.learners.networks import registry
 
     params = ExcaliburParams(houses=hand_bank, explore_budget=4, reenter_budget=2)
@@ -287,7 +286,10 @@ def test_policy_adapter(env, hand_bank):
     # random weights without compiling the initialisers (jit(model.init) costs seconds on a small CPU)
     shapes = jax.eval_shape(model.init, jax.random.key(0), obs, model.initial_memory(1))
     rng = np.random.default_rng(0)
-    variables = jax.tree_util.tree_map(lambda s: jnp.asarray(0.3 * rng.standard_normal(s.shape), s.dtype), shapes)
+    variables, other = (
+        jax.tree_util.tree_map(lambda s: jnp.asarray(0.3 * rng.standard_normal(s.shape), s.dtype), shapes)
+        for _ in range(2)
+    )
     result = P.evaluate_policy(env, params, model, variables, jax.random.key(1), 2)
     assert result["episodes"] == 2.0 and 0.0 <= result["accuracy_first"] <= 1.0
     assert result["explore_steps"] <= 4 and result["reenter_steps"] <= 2
@@ -295,6 +297,16 @@ def test_policy_adapter(env, hand_bank):
     final = P.rollout(env, params, agent, jax.random.key(1), 2)
     given = np.asarray(final.given)[:, :, : int(HOUSE.num_questions)]
     assert (given >= 0).all(), "the masked network answers every question in phases II and IV"
+    # the network drives the agent: its first action is the network's argmax on the env's own first observation,
+    # and other weights play the same houses differently
+    env_obs, start = env.reset_env(jax.random.key(1), params)
+    env_obs = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], env_obs)
+    context = model.apply(variables, env_obs, method="encode_context")
+    log_probs = model.apply(variables, env_obs, context, model.initial_memory(1), train=False, method="step")[0]
+    first, _ = jax.jit(agent.act)(jax.random.key(2), agent.init(jax.random.key(2), start), start)
+    assert int(first) == int(jnp.argmax(log_probs[0]))
+    final_other = P.rollout(env, params, agent.replace(variables=other), jax.random.key(1), 2)
+    assert not np.array_equal(np.asarray(final_other.given), np.asarray(final.given))
 
 
 def test_evaluate_and_table(env, hand_bank, random_params):

@@ -100,13 +100,52 @@ def test_knowledge_reward_is_the_change_of_knowledge_accuracy(env_params):
     base = params.replace(qa_reward=0.0, novelty_reward=0.0, answer_reward=0.0, knowledge_reward=False)
     obs, state = env.reset_env(jax.random.key(3), params)
     step = jax.jit(env.step_env)
+    num_q = int(state.house.num_questions)
+    revealing = []
     for t, action in enumerate([S.FORWARD, S.LEFT, S.FORWARD, S.PICKUP, S.TOGGLE]):
         _, after, reward, *_ = step(jax.random.key(t), state, jnp.int32(action), params.replace(novelty_reward=0.0))
         gain = float(knowledge_accuracy(after, jnp.int32(0)) - knowledge_accuracy(state, jnp.int32(0)))
         assert float(reward) == pytest.approx(gain, abs=1e-6)
+        # the reward pays whole questions: a multiple of 1 / num_questions
+        assert float(reward) * num_q == pytest.approx(round(float(reward) * num_q), abs=1e-4)
+        if float(reward) > 0.0:
+            revealing.append(int(after.tracks.seen[0].sum()) > int(state.tracks.seen[0].sum()))
         _, _, zero, *_ = step(jax.random.key(t), state, jnp.int32(action), base)
         assert float(zero) == 0.0
         state = after
+    assert revealing and all(revealing), "some step sees new objects and pays for the questions they answer"
+
+
+def test_knowledge_reward_hand_computed(env_params):
+    """One question, "is there anything else with the same colour as the <type>?", about an object that is in view
+    at the spawn and whose type and first colour are unique in the house (true answer: no). With nothing seen the
+    question has no referent (knowledge accuracy 0); a no-op step (drop with empty hands) records the view, the
+    object is seen and the question is answered right (accuracy 1): the step pays ``qa_reward * (1 - 0)``."""
+    from jaxsoc.envs.excalibur import catalogue as K
+
+    env, params = env_params
+    params = params.replace(qa_reward=0.5, novelty_reward=0.0, answer_reward=0.0)
+    _, state = env.reset_env(jax.random.key(3), params)
+    house = state.house
+    valid, types = np.asarray(house.valid), np.asarray(house.type)
+    first_color, in_view = np.asarray(house.colors)[:, 0], np.asarray(state.tracks.seen[0])
+    unique = [
+        i
+        for i in np.flatnonzero(valid & in_view)
+        if (valid & (types == types[i])).sum() == 1 and (valid & (first_color == first_color[i])).sum() == 1
+    ]
+    assert unique, "house of key 3 has an object of unique type and colour in view at the spawn"
+    question = np.zeros_like(np.asarray(house.questions))
+    question[0, S.FAMILY], question[0, S.S1] = 6, types[unique[0]] + 1
+    answers = np.full_like(np.asarray(house.answers), -1)
+    answers[0] = K.NO
+    house = house.replace(questions=jnp.asarray(question), answers=jnp.asarray(answers), num_questions=jnp.int32(1))
+    tracks = state.tracks.replace(seen=jnp.zeros_like(state.tracks.seen))
+    state = state.replace(house=house, tracks=tracks)
+    assert float(knowledge_accuracy(state, jnp.int32(0))) == 0.0
+    _, after, reward, *_ = jax.jit(env.step_env)(jax.random.key(0), state, jnp.int32(S.DROP), params)
+    assert bool(after.tracks.seen[0][unique[0]])
+    assert float(reward) == pytest.approx(0.5, abs=1e-6)
 
 
 def test_clear_errors(env_params):

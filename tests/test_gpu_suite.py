@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -50,6 +51,19 @@ def toy_run(tmp_path_factory):
     proc, seconds = _suite(*args)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return out, md, args, seconds
+
+
+@pytest.fixture
+def suite_copy(toy_run, tmp_path):
+    """Returns ``toy_run``'s ``(out_dir, results_md, args, seconds)`` with the rows and the markdown copied into this
+    test's ``tmp_path`` and ``args`` pointing at the copies: a test may rerun the suite or edit the markdown
+    without another test seeing it, so each passes alone and in any order."""
+    out, md, args, seconds = toy_run
+    own_out, own_md = tmp_path / "results", tmp_path / "RESULTS.md"
+    shutil.copytree(out, own_out)
+    shutil.copyfile(md, own_md)
+    moved = {str(out): str(own_out), str(md): str(own_md)}
+    return own_out, own_md, tuple(moved.get(arg, arg) for arg in args), seconds
 
 
 def _check_stamped_rows(out, names) -> dict:
@@ -114,8 +128,8 @@ def test_learner_parts_write_complete_stamped_rows(tmp_path):
     assert [r["repeats"] for r in learners] == [2, 1, 1] and learners[0]["batch"] == 8
 
 
-def test_markdown_section_is_rendered_from_the_rows(toy_run):
-    out, md, _, _ = toy_run
+def test_markdown_section_is_rendered_from_the_rows(suite_copy):
+    out, md, _, _ = suite_copy
     text = md.read_text()
     assert text.startswith(PREFIX) and text.rstrip().endswith(core.MARK_END)
     rows, complete = core.load_rows(out, gpu_suite.PARTS)
@@ -128,8 +142,8 @@ def test_markdown_section_is_rendered_from_the_rows(toy_run):
     assert "1e+08" in section and "1e+06" not in section  # BossLevel's bot target only where BossLevel is
 
 
-def test_rerun_skips_complete_parts(toy_run):
-    out, md, args, first = toy_run
+def test_rerun_skips_complete_parts(suite_copy):
+    out, md, args, first = suite_copy
     before = {p: core.row_path(out, p).read_text() for p in NAMES}
     proc, seconds = _suite(*args)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -139,8 +153,8 @@ def test_rerun_skips_complete_parts(toy_run):
     assert "all parts complete" in proc.stdout
 
 
-def test_text_outside_the_markers_is_kept(toy_run):
-    out, md, _, _ = toy_run
+def test_text_outside_the_markers_is_kept(suite_copy):
+    out, md, _, _ = suite_copy
     suffix = "\nHand-written text after the generated section.\n"
     md.write_text(md.read_text() + suffix)
     before = md.read_text()

@@ -231,6 +231,23 @@ def test_hrl_helper_plays_as_bob(bank, low):
     memory = helper.init(jax.random.key(4), bank.task(0))
     assert int(memory.subgoal) == -1 and memory.low["h"].shape == (1, 16)
 
+    # what the helper does there, step by step (Alice idle): it follows the high level's subgoal and names only
+    # nodes Bob sees, and it acts (a helper stuck on noops would pass the range checks above)
+    def rollout(task, key):
+        def body(carry, k):
+            state, memory = carry
+            action, memory = helper.act(k, memory, state)
+            seen = W.observe(state, 1, False)["visible"][action % W.NUM_NODES]
+            state = E.advance(k, state, jnp.stack([jnp.int32(0), action]), house)[0]
+            return (state, memory), (action, seen)
+
+        return jax.lax.scan(body, (task, helper.init(key, task)), jax.random.split(key, 5))
+
+    (_, memory), (actions, seen) = jax.jit(jax.vmap(rollout))(tasks, jax.random.split(jax.random.key(3), 2))
+    np.testing.assert_array_equal(memory.subgoal, [first_subgoal(bank.task(i)) for i in (0, 1)])
+    actions, seen = np.asarray(actions), np.asarray(seen)
+    assert seen[actions != NOOP].all() and (actions != NOOP).any()
+
 
 def test_bad_configs_raise_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="unknown preset"):

@@ -1,8 +1,10 @@
 """Properties of the household under random play (hypothesis over tasks and keys): every object is in exactly
-one place, hands and relations agree, characters stay in their rooms, seats are never overfilled, and a
-jitted step equals the op-by-op one."""
+one place, hands and relations agree, characters stay in their rooms, seats are never overfilled, an invalid
+action changes nothing, and a jitted step equals the op-by-op one."""
 
 from __future__ import annotations
+
+import functools
 
 import chex
 import jax
@@ -27,8 +29,11 @@ def bank():
 
 @pytest.fixture(scope="module")
 def play(bank):
-    """Returns ``run(task_index, key) -> states`` with a leading axis of ``STEPS``: both characters take random
-    valid actions (the world stepped without auto-reset)."""
+    """Returns ``run(task_index, key) -> (states, before, actions, info, mask_ok)``, each with a leading axis of
+    ``STEPS``: on each step each character takes, with probability 1/2 each, a random valid action or a uniform
+    one over all ``world.NUM_ACTIONS`` ids (nearly always invalid); the world is stepped without auto-reset.
+    ``before`` is the state the step started from, ``mask_ok`` bool[2] whether ``world.valid_actions`` allowed
+    each action there."""
     params = E.HouseholdParams(tasks=bank.states)
 
     @jax.jit
@@ -36,10 +41,13 @@ def play(bank):
         task = jax.tree_util.tree_map(lambda x: x[index], bank.states)
 
         def body(state, k):
-            ka, kb, ks = jax.random.split(k, 3)
-            actions = jnp.stack([E.random_valid_action(ka, state, 0), E.random_valid_action(kb, state, 1)])
-            state, *_ = E.advance(ks, state, actions, params)
-            return state, state
+            ka, kb, ku, kc, ks = jax.random.split(k, 5)
+            valid = jnp.stack([E.random_valid_action(ka, state, 0), E.random_valid_action(kb, state, 1)])
+            uniform = jax.random.randint(ku, (2,), 0, W.NUM_ACTIONS)
+            actions = jnp.where(jax.random.bernoulli(kc, 0.5, (2,)), valid, uniform)
+            mask_ok = jnp.stack([W.valid_actions(state, c).reshape(-1)[actions[c]] for c in range(2)])
+            after, _, _, _, info = E.advance(ks, state, actions, params)
+            return after, (after, state, actions, info, mask_ok)
 
         return jax.lax.scan(body, task, jax.random.split(key, STEPS))[1]
 
@@ -73,38 +81,66 @@ def check_invariants(s, t: int) -> None:
     assert (s.nodes.states[t][: W.FURNITURE0] == 0).all()  # rooms and doors have no states
 
 
+def check_invalid_actions_do_nothing(before, after, actions, info, mask_ok, t: int) -> None:
+    """Asserts on step ``t`` that ``info["action_valid"]`` agrees with ``world.valid_actions`` and that an action
+    whose preconditions fail does nothing (``world``'s docstring): its character is unchanged, and when both
+    fail, so is the whole world."""
+    valid, conflict = info["action_valid"][t], info["conflict"][t]
+    assert (~valid | mask_ok[t]).all(), "an action outside valid_actions was carried out"
+    assert conflict or (valid == mask_ok[t]).all(), f"a valid action {actions[t]} was refused"
+    for c in np.flatnonzero(~valid):
+        for field in ("room", "pos", "hands", "sitting_on"):
+            was, now = getattr(before.chars, field)[t, c], getattr(after.chars, field)[t, c]
+            np.testing.assert_array_equal(now, was, err_msg=f"invalid action {actions[t, c]} moved {field}")
+    if not valid.any():
+        for was, now in zip(jax.tree_util.tree_leaves(before.nodes), jax.tree_util.tree_leaves(after.nodes)):
+            np.testing.assert_array_equal(now[t], was[t])
+
+
 @settings(max_examples=8, deadline=None)
 @given(index=st.integers(0, 99), seed=st.integers(0, 2**31 - 1))
 def test_random_play_keeps_the_world_consistent(play, index, seed):
-    states = jax.device_get(play(jnp.int32(index), jax.random.key(seed)))
+    states, before, actions, info, mask_ok = jax.device_get(play(jnp.int32(index), jax.random.key(seed)))
     for t in range(STEPS):
         check_invariants(states, t)
+        check_invalid_actions_do_nothing(before, states, actions, info, mask_ok, t)
+    # both kinds of action were played: the mix reaches invalid actions and still carries out valid ones
+    assert (~info["action_valid"]).any() and info["action_valid"].any()
     # the clock counts every step
     assert (np.diff(states.step) == 1).all()
 
 
+@functools.cache
+def _advance_case():
+    """Returns ``(advance, rollout)``: the household step of task 5 of ``test-2`` as a function of
+    ``(key, state, actions)``, and the three-step rollout it gives run op by op under ``jax.disable_jit()``
+    (nothing compiled: the reference both variants are compared with), as ``[(inputs, outputs)]``."""
+    bank = T.cached_split("test-2", 0)
+    params = E.HouseholdParams(tasks=bank.states)
+    actions = jnp.array([int(W.encode_action("walk", 2)), int(W.encode_action("walk", W.FURNITURE0))])
+
+    def advance(k, s, a):
+        return E.advance(k, s, a, params)
+
+    rollout, state = [], bank.task(5)
+    with jax.disable_jit():
+        for t in range(3):
+            inputs = (jax.random.key(t), state, actions)
+            outputs = advance(*inputs)
+            rollout.append((inputs, outputs))
+            state = outputs[0]
+    return advance, rollout
+
+
 class AdvanceVariants(chex.TestCase):
-    """A step compiled equals it run op by op (under ``jax.disable_jit()``, so nothing is compiled)."""
+    """A step compiled (``with_jit``) and one called without an outer ``jit`` (``without_jit``) each equal the
+    step run op by op under ``jax.disable_jit()``."""
 
     @chex.variants(with_jit=True, without_jit=True)
     def test_advance_jit_equivalence(self):
-        bank = T.cached_split("test-2", 0)
-        params = E.HouseholdParams(tasks=bank.states)
-        task = bank.task(5)
-        actions = jnp.array([int(W.encode_action("walk", 2)), int(W.encode_action("walk", W.FURNITURE0))])
-
-        def advance(k, s, a):
-            return E.advance(k, s, a, params)
-
-        def eager(k, s, a):
-            with jax.disable_jit():
-                return self.variant(advance)(k, s, a)
-
-        compiled = self.variant.type == chex.ChexVariantType.WITH_JIT
-        step = self.variant(advance) if compiled else eager
-        reference = jax.jit(advance)
-        state = task
-        for t in range(3):
-            got, want = step(jax.random.key(t), state, actions), reference(jax.random.key(t), state, actions)
-            chex.assert_trees_all_close(got, want)
-            state = want[0]
+        advance, rollout = _advance_case()
+        step = self.variant(advance)
+        for inputs, want in rollout:
+            chex.assert_trees_all_close(step(*inputs), want)
+        first, last = rollout[0][0][1], rollout[-1][1][0]
+        assert not np.array_equal(first.chars.pos, last.chars.pos), "the walks moved the characters"
