@@ -32,10 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs ``jaxsoc`` with ``argv`` (default ``sys.argv[1:]``). Returns the exit code: the command's, or 2 for an
-    unknown environment name."""
+    unknown environment name (any other ``KeyError`` is a bug and keeps its traceback)."""
+    from jaxsoc.core.registry import UnknownEnvironment
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except KeyError as error:  # unknown environment names
+    except UnknownEnvironment as error:
         print(f"jaxsoc: {error.args[0]}", file=sys.stderr)
         return 2

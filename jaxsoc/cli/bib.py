@@ -27,7 +27,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxsoc.cli.errors import clear_errors
+from jaxsoc.cli.errors import clear_errors, require_positive
 
 
 def _params(args):
@@ -44,6 +44,7 @@ def cmd_render(args) -> int:
     from jaxsoc.envs.bib import bibjson, tasks
     from jaxsoc.envs.bib.render import save_episode_video
 
+    require_positive(args, "size", "fps")
     if args.json:
         episodes = [(Path(args.out), bibjson.read_json(args.json))]
         what = args.json
@@ -67,6 +68,7 @@ def cmd_render(args) -> int:
 def cmd_data(args) -> int:
     from jaxsoc.envs.bib.dataset import write_dataset
 
+    require_positive(args, "episodes", "shard_episodes", "video_size", "batch", "workers")
     counts = args.episodes
     manifest = write_dataset(
         args.split,
@@ -90,12 +92,11 @@ def cmd_eval(args) -> int:
     from jaxsoc.envs.bib import OBSERVERS, tasks
     from jaxsoc.learners import voe
 
+    _check_eval(args)
     if args.run:
         return eval_runs(args)
     names = list(OBSERVERS) if args.observer == "all" else [args.observer]
     types = args.types or list(tasks.EVALUATION)
-    for name in types:
-        tasks.check_task("evaluation", name)
     start = time.perf_counter()
     if args.data:
         from jaxsoc.envs.bib.dataset import load_pairs
@@ -162,23 +163,41 @@ def run_line(summary: dict[str, Any], out: Path) -> str:
     )
 
 
+def _check_eval(args) -> None:
+    """Checks ``jaxsoc bib eval``'s input before any pairs are generated or read: the evaluation types, the
+    counts, that ``--data`` is a directory and that every run directory holds a readable ``run.json`` of an
+    observer and its checkpoints (``run.read_info``). Raises ``ValueError`` naming the flag, directory or file."""
+    from jaxsoc.envs.bib import tasks
+
+    for name in args.types or tasks.EVALUATION:
+        tasks.check_task("evaluation", name)
+    require_positive(args, "pairs", "batch")
+    if args.data is not None and not Path(args.data).is_dir():
+        raise ValueError(f"--data {args.data}: no such directory")
+    if args.run:
+        from jaxsoc.learners.bib import run
+
+        for path in args.run:
+            if run.read_info(path)["kind"] == "bib-atc":
+                raise ValueError(f"{path} is a bib-atc run, which is not an observer; evaluate a bc or video run")
+
+
 def eval_runs(args) -> int:
     """``jaxsoc bib eval RUN ...``: VOE accuracy of trained observers (mean ± SE over each run's seeds) beside
-    the reference observers and the paper's Table 1; writes ``bib_eval.{json,md,png}`` to ``--out``."""
+    the reference observers and the paper's Table 1; writes ``bib_eval.{json,md,png}`` to ``--out``. The runs
+    are checked first (``_check_eval``)."""
     from jaxsoc.envs.bib import OBSERVERS, tasks
     from jaxsoc.learners import voe
     from jaxsoc.learners.bib import data as D
     from jaxsoc.learners.bib import run
 
     types = tuple(args.types or tasks.EVALUATION)
-    for name in types:
-        tasks.check_task("evaluation", name)
     start = time.perf_counter()
     pairs = D.evaluation_pairs(args.seed, args.pairs, types, args.data)
     source = f"files under {args.data}" if args.data else f"{args.pairs} generated pairs per type (seed {args.seed})"
     means, errors, records = {}, {}, {}
     for path in args.run:
-        info = json.loads((Path(path) / run.RUN_JSON).read_text()) if (Path(path) / run.RUN_JSON).exists() else {}
+        info = run.read_info(path)
         result = run.evaluate(path, pairs, reduce=args.reduce, batch=args.batch)
         seeds = len(result["per_seed"])
         name = f"{run.PAPER_NAMES.get(info.get('kind'), Path(path).name)} ({Path(path).name}, {seeds} seed(s))"

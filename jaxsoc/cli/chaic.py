@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsoc.cli.errors import clear_errors
+from jaxsoc.cli.errors import clear_errors, require_positive
 from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic import state as S
 
@@ -58,7 +59,10 @@ def parse_helpers(items: list[str]) -> dict[str, str | None]:
 
 
 def learned_helper(kind: str, run: str):
-    """Returns the agent of a learned helper: ``kind`` in ``LEARNED``, ``run`` its run directory."""
+    """Returns the agent of a learned helper: ``kind`` in ``LEARNED``, ``run`` its run directory. Raises
+    ``ValueError`` naming ``--helper`` when ``run`` is not a directory (nothing is created)."""
+    if not Path(run).is_dir():
+        raise ValueError(f"--helper {kind}={run}: no such run directory")
     if kind == "ppo":
         from jaxsoc.learners.chaic.ppo_helper import load_ppo_helper
 
@@ -118,12 +122,14 @@ def evaluate(
     episodes: int | None = None,
     timing=None,
     agents: dict | None = None,
+    task_seed: int | None = None,
 ):
     """Returns ``{task: {helper: metrics.summary}}``: every episode of ``split`` of each task (the first
     ``episodes`` if given) played ``seeds`` times by the constrained agent alone (``none``) and with each helper
-    (the same keys for every helper). ``max_events``: the event budget per episode (``play.DEFAULT_MAX_EVENTS``);
-    ``timing``: a ``world.Timing`` (default: the calibrated one); ``agents``: ``{label: agent}`` for the helpers that
-    are not rule-based names (the learned ones)."""
+    (the same keys for every helper). ``task_seed``: the seed ``split`` is built from (its placements and goals;
+    default ``seed``); ``seed``: the runs' keys. ``max_events``: the event budget per episode
+    (``play.DEFAULT_MAX_EVENTS``); ``timing``: a ``world.Timing`` (default: the calibrated one); ``agents``:
+    ``{label: agent}`` for the helpers that are not rule-based names (the learned ones)."""
     from jaxsoc.envs.chaic import agents as A
     from jaxsoc.envs.chaic import metrics as M
     from jaxsoc.envs.chaic import play as P
@@ -137,7 +143,7 @@ def evaluate(
         players[h] = P.make_player(main, agents[h], **_budget(max_events)) if learned else _player(h, max_events)
     results: dict = {}
     for task in tasks:
-        states = T.cached_split(task, split, seed).states
+        states = T.cached_split(task, split, seed if task_seed is None else task_seed).states
         count = int(states.total.shape[0]) if episodes is None else min(episodes, int(states.total.shape[0]))
         batch = jax.tree_util.tree_map(lambda x, n=count: jnp.repeat(x[:n], seeds, axis=0), states)
         keys = jax.random.split(jax.random.key(seed), count * seeds)
@@ -208,9 +214,29 @@ def plot(results: dict, path: Path) -> Path:
     return path
 
 
+#: ``world.Timing``'s fields that are not durations in frames: the child's run-away probability and the view distance
+#: in metres; every other field is a number of frames
+TIMING_PROBABILITIES = ("child_run_prob",)
+TIMING_DISTANCES = ("view_dist",)
+
+
+def _check_timing(name: str, value: float, item: str) -> None:
+    """Raises ``ValueError`` naming ``--timing item`` unless ``value`` fits field ``name``: finite, a probability in
+    [0, 1], a distance >= 0 or a number of frames >= 0."""
+    if not math.isfinite(value):
+        raise ValueError(f"--timing {item}: {name} must be a finite number, got {value}")
+    if name in TIMING_PROBABILITIES and not 0.0 <= value <= 1.0:
+        raise ValueError(f"--timing {item}: {name} is a probability and must be in [0, 1], got {value}")
+    if name in TIMING_DISTANCES and value < 0:
+        raise ValueError(f"--timing {item}: {name} is a distance in metres and must be >= 0, got {value}")
+    if name not in (*TIMING_PROBABILITIES, *TIMING_DISTANCES) and value < 0:
+        raise ValueError(f"--timing {item}: {name} is a number of frames and must be >= 0, got {value}")
+
+
 def parse_timing(items: list[str] | None):
     """Returns a ``world.Timing`` with ``name=value`` overrides (e.g. ``move=10``). Raises ``ValueError`` for an
-    unknown name or a value that is not a number."""
+    unknown name, a value that is not a number, NaN or infinite, negative frames or distance, or a probability
+    outside [0, 1]."""
     from jaxsoc.envs.chaic import world as W
 
     timing = W.Timing()
@@ -220,37 +246,88 @@ def parse_timing(items: list[str] | None):
         if name not in fields:
             raise ValueError(f"unknown timing {name!r} in {item!r}; choose from {sorted(fields)}")
         try:
-            timing = timing.replace(**{name: float(value)})
+            number = float(value)
         except ValueError:
             raise ValueError(f"timing {item!r}: {value!r} is not a number") from None
+        _check_timing(name, number, item)
+        timing = timing.replace(**{name: number})
     return timing
 
 
+#: the metrics of a row of ``chaic_eval.json``: always numbers, and numbers or null (``metrics.summary``)
+ROW_NUMBERS, ROW_OPTIONAL = ("tr", "std_tr"), ("ei", "ia", "cr", "er")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def read_results(path: Path) -> dict:
+    """Returns ``path`` (a ``chaic_eval.json``: ``{"setting": {...}, "results": {task: {helper: metrics}}}``) after
+    checking its structure. Raises ``ValueError`` naming the file and the key that is missing or malformed."""
+    try:
+        saved = json.loads(path.read_text())
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(f"--append: {path} is not readable JSON: {error}") from None
+    if not isinstance(saved, dict):
+        what = type(saved).__name__
+        raise ValueError(f"--append: {path} must hold an object with 'setting' and 'results', not a {what}")
+    for key in ("setting", "results"):
+        if not isinstance(saved.get(key), dict):
+            raise ValueError(f"--append: {path}: {key!r} is missing or not an object")
+    for task, rows in saved["results"].items():
+        if not isinstance(rows, dict):
+            raise ValueError(f"--append: {path}: results[{task!r}] must map helpers to their metrics")
+        for helper, row in rows.items():
+            where = f"results[{task!r}][{helper!r}]"
+            if not isinstance(row, dict):
+                raise ValueError(f"--append: {path}: {where} must be an object of metrics")
+            for key in (*ROW_NUMBERS, *ROW_OPTIONAL):
+                value = row.get(key)
+                if not (_is_number(value) or (value is None and key in ROW_OPTIONAL and key in row)):
+                    raise ValueError(f"--append: {path}: {where}[{key!r}] is missing or not a number")
+    return saved
+
+
 def _earlier(out: Path, setting: dict, tasks: list[str]) -> dict:
-    """Returns the results in ``out/chaic_eval.json`` for ``--append``. Raises ``ValueError`` when there are none or
-    they were measured with another setting or other tasks."""
+    """Returns the results in ``out/chaic_eval.json`` for ``--append``. Raises ``ValueError`` when there are none,
+    the file is malformed (``read_results``) or they were measured with another setting or other tasks. A file
+    without ``task_seed`` (written before ``--task-seed`` existed) was built from its ``seed``."""
     path = out / "chaic_eval.json"
     if not path.exists():
         raise ValueError(f"--append: {path} does not exist")
-    earlier = json.loads(path.read_text())
-    differ = sorted(k for k in setting if k != "device" and earlier["setting"].get(k) != setting[k])
+    earlier = read_results(path)
+    saved = {"task_seed": earlier["setting"].get("seed"), **earlier["setting"]}
+    differ = sorted(k for k in setting if k != "device" and saved.get(k) != setting[k])
     if differ or list(earlier["results"]) != tasks:
         what = differ or [f"tasks {list(earlier['results'])}"]
         raise ValueError(f"--append: {path} was measured with another {', '.join(map(str, what))}")
     return earlier["results"]
 
 
+def _check_episodes(tasks: list[str], split: str, task_seed: int, episodes: int | None) -> None:
+    """Raises ``ValueError`` when ``--episodes`` asks for more episodes than ``split`` of a task holds."""
+    from jaxsoc.envs.chaic import tasks as T
+
+    if episodes is None:
+        return
+    for task in tasks:
+        size = len(T.split_episodes(task, split, task_seed))
+        if episodes > size:
+            raise ValueError(f"--episodes {episodes}: the {split} split of {task} has {size} episodes")
+
+
 def cmd_eval(args) -> int:
     labels = parse_helpers(args.helper)
-    for flag, value in (("--seeds", args.seeds), ("--episodes", args.episodes), ("--max-events", args.max_events)):
-        if value is not None and value < 1:
-            raise ValueError(f"{flag} must be a positive integer, got {value}")
+    require_positive(args, "seeds", "episodes", "max_events")
     if args.append and not args.out:
         raise ValueError("--append adds to the results in --out: give --out")
     tasks = _tasks(args.tasks)
+    _check_episodes(tasks, args.split, args.task_seed, args.episodes)
     timing = parse_timing(args.timing)
     setting = {
         "split": args.split,
+        "task_seed": args.task_seed,
         "seeds": args.seeds,
         "seed": args.seed,
         "episodes": args.episodes,
@@ -261,8 +338,16 @@ def cmd_eval(args) -> int:
     earlier = _earlier(Path(args.out), setting, tasks) if args.append else {}
     agents = {label: learned_helper(label, run) for label, run in labels.items() if run}
     helpers = list(dict.fromkeys(["none", *labels]))
+    counts = {"seeds": args.seeds, "episodes": args.episodes, "max_events": args.max_events}
     results = evaluate(
-        tasks, helpers, args.seeds, args.seed, args.split, args.max_events, args.episodes, timing, agents
+        tasks,
+        helpers,
+        seed=args.seed,
+        split=args.split,
+        timing=timing,
+        agents=agents,
+        task_seed=args.task_seed,
+        **counts,
     )
     results = {task: {**earlier.get(task, {}), **rows} for task, rows in results.items()}
     table = format_table(results)
@@ -311,6 +396,7 @@ def cmd_render(args) -> int:
 
     if args.helper not in HELPERS:
         raise ValueError(f"unknown helper {args.helper!r}; choose from {list(HELPERS)}")
+    require_positive(args, "events", "frame_step", "size", "fps")
     task_set = T.make_split(_tasks([args.task])[0], args.split, args.seed)
     if not 0 <= args.episode < len(task_set):
         raise ValueError(f"--episode must be in [0, {len(task_set)}), got {args.episode}")
@@ -402,11 +488,20 @@ def add_parser(sub) -> None:
     )
     evaluate_.add_argument("--tasks", nargs="+", default=["all"], help=f"{', '.join(K.TASKS)} or all")
     evaluate_.add_argument("--split", choices=["train", "test"], default="test")
+    evaluate_.add_argument(
+        "--task-seed", type=int, default=0, help="the seed the split is built from (its placements and goals)"
+    )
     evaluate_.add_argument("--seeds", type=int, default=3, help="runs per episode")
-    evaluate_.add_argument("--seed", type=int, default=0)
-    evaluate_.add_argument("--episodes", type=int, help="only the first N episodes of the split (default: all)")
+    evaluate_.add_argument("--seed", type=int, default=0, help="the runs' keys (the same episodes for any seed)")
+    evaluate_.add_argument(
+        "--episodes", type=int, help="only the first N episodes of the split (default: all; at most its size)"
+    )
     evaluate_.add_argument("--max-events", type=int, help="events per episode (default: play.DEFAULT_MAX_EVENTS)")
-    evaluate_.add_argument("--timing", nargs="+", help="world.Timing overrides, e.g. move=10 turn=4 (frames)")
+    evaluate_.add_argument(
+        "--timing",
+        nargs="+",
+        help="world.Timing overrides, e.g. move=10 turn=4: frames >= 0, child_run_prob in [0, 1], view_dist >= 0",
+    )
     evaluate_.add_argument("--out", help="directory for chaic_eval.{json,md,png}")
     evaluate_.add_argument("--append", action="store_true", help="add these helpers to the results in --out")
     evaluate_.set_defaults(func=clear_errors(cmd_eval))

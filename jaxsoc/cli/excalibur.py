@@ -18,15 +18,15 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxsoc.cli.errors import clear_errors
+from jaxsoc.cli.errors import clear_errors, require_positive
 
 SCRIPTED = ("oracle", "random")
 
 
 def parse_agents(items: list[str]) -> dict[str, tuple[str, str | None]]:
     """Returns ``{label: (kind, run or None)}`` for ``--agent`` items: ``oracle``, ``random``, ``ppo=RUN`` or
-    ``LABEL:ppo=RUN``. Raises ``ValueError`` for an unknown agent, a ``ppo`` without its run or a label given
-    twice."""
+    ``LABEL:ppo=RUN``. Raises ``ValueError`` for an unknown agent, a ``ppo`` without its run, a run that is not a
+    directory or a label given twice."""
     out: dict[str, tuple[str, str | None]] = {}
     for item in items:
         label, _, spec = item.rpartition(":") if ":" in item.split("=")[0] else ("", "", item)
@@ -35,6 +35,8 @@ def parse_agents(items: list[str]) -> dict[str, tuple[str, str | None]]:
             label = label or kind
             entry = (kind, None)
         elif kind == "ppo" and sep and run:
+            if not Path(run).is_dir():
+                raise ValueError(f"--agent {item}: no such run directory")
             label = label or _run_env(run)
             entry = ("ppo", run)
         else:
@@ -73,10 +75,13 @@ def _params(args):
 
 
 def evaluate_agents(agents: dict[str, tuple[str, str | None]], args) -> dict[str, dict[str, float]]:
-    """Returns ``{label: play.evaluate summary}`` for each agent on the ``args`` bank and budgets."""
+    """Returns ``{label: play.evaluate summary}`` for each agent on the ``args`` bank and budgets. Every learned
+    agent's run is read before the first agent plays."""
     from jaxsoc.envs.excalibur import agents as A
     from jaxsoc.envs.excalibur import play
+    from jaxsoc.learners.policy import load_policy
 
+    policies = {label: load_policy(run) for label, (_, run) in agents.items() if run is not None}
     env, params = _params(args)
     results = {}
     for label, (kind, run) in agents.items():
@@ -85,9 +90,7 @@ def evaluate_agents(agents: dict[str, tuple[str, str | None]], args) -> dict[str
         if run is None:
             summary = play.evaluate(env, params, A.make_agent(kind), key, args.episodes)
         else:
-            from jaxsoc.learners.policy import load_policy
-
-            _, _, model, variables = load_policy(run)
+            _, _, model, variables = policies[label]
             summary = play.evaluate_policy(env, params, model, variables, key, args.episodes, greedy=not args.sample)
         results[label] = dict(summary, seconds=time.perf_counter() - start)
         print(
@@ -129,6 +132,7 @@ def cmd_eval(args) -> int:
     from jaxsoc.envs.excalibur import metrics as M
     from jaxsoc.envs.excalibur import play
 
+    require_positive(args, "episodes", "explore_budget", "reenter_budget")
     agents = parse_agents(args.agent)
     results = evaluate_agents(agents, args)
     k = fit_exqa_constant(args)
@@ -159,6 +163,9 @@ def cmd_bank(args) -> int:
     from jaxsoc.envs.excalibur import bank
     from jaxsoc.envs.excalibur import questions as Q
 
+    require_positive(args, "houses")
+    if args.show < 0:
+        raise ValueError(f"--show must be >= 0, got {args.show}")
     houses, report = bank.make_bank(args.split, args.bank_seed, num_houses=args.houses)
     print(json.dumps({k: v for k, v in report.items()}, indent=1, default=str))
     for h in range(min(args.show, houses.walls.shape[0])):
@@ -176,6 +183,7 @@ def cmd_render(args) -> int:
     from jaxsoc.envs.excalibur import world as W
     from jaxsoc.envs.excalibur.render import render
 
+    require_positive(args, "steps", "tile", "fps", "explore_budget", "reenter_budget")
     env, params = _params(args)
     agent = A.make_agent(args.agent)
     key = jax.random.key(args.seed)

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsoc.cli.errors import clear_errors
+from jaxsoc.cli.errors import clear_errors, require_positive
 
 POLICIES = ("noop", "random", "solver")
 HELPERS = ("alice-alone", "hp", "hp-tg", "hprg", "hybrid", "hrl", "random", "oracle-b", "oracle-ab")
@@ -112,11 +112,10 @@ def cmd_render(args) -> int:
     from jaxsoc.envs.household import tasks as T
     from jaxsoc.envs.household.render import render_episode, save_episode_gif
 
+    require_positive(args, "steps", "fps")
     task_set = T.load(args.tasks) if args.tasks else T.cached_split(args.split, args.seed)
     if not 0 <= args.task < len(task_set):
         raise ValueError(f"--task must be in [0, {len(task_set)}) for {task_set.split}, got {args.task}")
-    if args.steps < 1:
-        raise ValueError(f"--steps must be positive, got {args.steps}")
     params = E.HouseholdParams(tasks=task_set.states, teleport=args.teleport)
     run = jax.jit(lambda task, key: rollout(task, params, args.alice, args.bob, args.steps, key))
     states, actions, success = run(task_set.task(args.task), jax.random.key(args.seed))
@@ -130,11 +129,20 @@ def cmd_render(args) -> int:
     return 0
 
 
+def batch_size(episodes: int, most: int) -> int:
+    """Returns the batch that runs ``episodes`` episodes in the fewest batches of at most ``most`` each, evened out
+    so that the last batch pads fewer episodes than there are batches: ``episodes`` itself when it is <= ``most``
+    (one batch, no padding)."""
+    batches = -(-episodes // most)
+    return -(-episodes // batches)
+
+
 def _episodes(
     task_set, agent_alice, agent_helper, params, seeds: int, batch: int, num_tasks: int, seed: int, goals=None
 ):
-    """Returns ``play``'s results for every (task, seed) pair, reshaped to ``[tasks, seeds]``; ``goals``
-    (int8[len(task_set), 30] or None) are the helper's goals (``play``'s ``helper_goals``)."""
+    """Returns ``play``'s results for every (task, seed) pair, reshaped to ``[tasks, seeds]``, run at most
+    ``batch`` at a time (``batch_size``: one compiled shape, padded by fewer than one episode per batch);
+    ``goals`` (int8[len(task_set), 30] or None) are the helper's goals (``play``'s ``helper_goals``)."""
     from jaxsoc.envs.household import tasks as T
     from jaxsoc.envs.household.agents import evaluate as EV
 
@@ -142,6 +150,7 @@ def _episodes(
     chosen = task_index(len(task_set), num_tasks)
     index = np.repeat(chosen, seeds)
     keys = jax.random.split(jax.random.key(seed), len(index))
+    batch = batch_size(len(index), batch)
     parts = []
     for start in range(0, len(index), batch):
         real = index[start : start + batch]
@@ -235,10 +244,10 @@ def _helper_agent(name: str, args):
     return AG.make_agent(kind, args.simulations)
 
 
-def inferred_goals(args, task_set) -> np.ndarray:
-    """Returns int8[len(task_set), 30]: the goal the ``--watch`` run infers for every task from its paired
-    demonstration (``--demos DIR/<split>.npz``, else recorded now: ``demos.split_tasks``), by ``task_id``.
-    Raises ``ValueError`` when a task has no demonstration."""
+def inferred_goals(args, task_set, watch=None) -> np.ndarray:
+    """Returns int8[len(task_set), 30]: the goal the ``--watch`` run (``watch``: its ``watch_run.load``, if read
+    already) infers for every task from its paired demonstration (``--demos DIR/<split>.npz``, else recorded now:
+    ``demos.split_tasks``), by ``task_id``. Raises ``ValueError`` when a task has no demonstration."""
     from jaxsoc.envs.household.agents import demos as D
     from jaxsoc.learners.household import watch_run
 
@@ -247,7 +256,7 @@ def inferred_goals(args, task_set) -> np.ndarray:
     else:
         print(f"recording the paired {task_set.split} demonstrations (give --demos DIR to reuse them)", flush=True)
         demos = D.record(D.split_tasks(task_set.split, args.task_seed), args.seed, num_simulations=args.simulations)
-    predicted = np.asarray(watch_run.infer_goals(args.watch, demos), np.int8)
+    predicted = np.asarray(watch_run.infer_goals(watch or args.watch, demos), np.int8)
     goals = np.full((len(task_set), predicted.shape[1]), -1, np.int8)
     ids = np.asarray(demos.tasks.states.task_id)
     if ids.min() < 0 or ids.max() >= len(task_set):
@@ -284,21 +293,31 @@ def cmd_eval(args) -> int:
             raise ValueError(f"--helper {name} needs --{name} RUN (a 'jaxsoc train {name}' run)")
     if "hrl" in args.helper and not args.hybrid:
         raise ValueError("--helper hrl uses the Hybrid's high-level policy: give --hybrid RUN as well")
+    out = Path(args.out) if args.out else None
+    earlier = _earlier(out) if args.append else None  # a malformed record is refused before the set is built
     task_set = T.load(args.tasks) if args.tasks else T.cached_split(args.split, args.task_seed)
     num_tasks = len(task_set) if args.num_tasks is None else min(args.num_tasks, len(task_set))
     params = E.HouseholdParams(tasks=task_set.states, teleport=args.teleport)
     acts = np.asarray(task_set.activities)[task_index(len(task_set), num_tasks)]
     setting = {
         "split": task_set.split,
+        "task_seed": int(task_set.seed),
         "tasks": num_tasks,
         "seeds": args.seeds,
         "simulations": args.simulations,
         "teleport": args.teleport,
         "seed": args.seed,
     }
-    out = Path(args.out) if args.out else None
-    earlier = _earlier(out, setting) if args.append else None
-    goals = inferred_goals(args, task_set) if inferred else None
+    if earlier is not None:
+        _check_setting(earlier, setting, out)
+    # the learned runs are read (and so checked) before any episode is played or demonstration recorded
+    bobs = {name: _helper_agent(name, args) for name in args.helper}
+    if inferred:
+        from jaxsoc.learners.household import watch_run
+
+        goals = inferred_goals(args, task_set, watch_run.load(args.watch))
+    else:
+        goals = None
     episodes = lambda alice, helper, g=None: _episodes(  # noqa: E731
         task_set, alice, helper, params, args.seeds, args.batch, num_tasks, args.seed, g
     )
@@ -309,7 +328,7 @@ def cmd_eval(args) -> int:
         alice = AG.make_agent(alice_kind, args.simulations)
         if alice_kind not in alone_runs:
             alone_runs[alice_kind] = episodes(alice, None)
-        helper = _helper_agent(name, args)
+        helper = bobs[name]
         helped = episodes(alice, helper, goals if name in INFERRED else None) if helper is not None else None
         results[name] = EV.metrics(alone_runs[alice_kind], helped, acts)
         raw[name] = {"alone": alone_runs[alice_kind], "helped": helped}
@@ -329,21 +348,61 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def _earlier(out: Path | None, setting: dict) -> dict | None:
-    """Returns the record already in ``out`` (None when there is none); raises ``ValueError`` when it was measured
-    in another setting (split, tasks, seeds, simulations, teleport, seed) or without ``--out``."""
-    import json
+#: the figures of a row of ``household_help.json`` (``evaluate.metrics``), each ``[mean, standard error]``: always
+#: there, and there with a helper
+ROW_ALWAYS = ("alone_success", "alone_length", "alone_reward")
+ROW_HELPED = ("helped_success", "helped_length", "helped_reward", "speedup", "conflict_runs")
 
+
+def _is_pair(value) -> bool:
+    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
+    return isinstance(value, list) and len(value) == 2 and all(map(number, value))
+
+
+def read_record(path: Path) -> dict:
+    """Returns ``path`` (a ``household_help.json``) after checking what ``--append`` reads of it: an object whose
+    ``results`` map each helper to groups (``all`` among them) of rows with ``tasks`` and ``[mean, se]`` figures,
+    whose ``lengths`` and ``runs`` are objects and whose ``seconds`` is a number. Raises ``ValueError`` naming the
+    file and the key that is missing or malformed."""
+    try:
+        old = json.loads(path.read_text())
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(f"--append: {path} is not readable JSON: {error}") from None
+    if not isinstance(old, dict):
+        raise ValueError(f"--append: {path} must hold an object, not a {type(old).__name__}")
+    for key in ("results", "lengths", "runs"):
+        if not isinstance(old.get(key), dict):
+            raise ValueError(f"--append: {path}: {key!r} is missing or not an object")
+    if not isinstance(old.get("seconds"), (int, float)) or isinstance(old.get("seconds"), bool):
+        raise ValueError(f"--append: {path}: 'seconds' is missing or not a number")
+    for helper, groups in old["results"].items():
+        if not isinstance(groups, dict) or "all" not in groups:
+            raise ValueError(f"--append: {path}: results[{helper!r}] must map groups, 'all' among them, to rows")
+        for group, row in groups.items():
+            where = f"results[{helper!r}][{group!r}]"
+            if not isinstance(row, dict) or not isinstance(row.get("tasks"), int):
+                raise ValueError(f"--append: {path}: {where} must be an object with an integer 'tasks'")
+            for key in (*ROW_ALWAYS, *(k for k in ROW_HELPED if k in row)):
+                if not _is_pair(row.get(key)):
+                    raise ValueError(f"--append: {path}: {where}[{key!r}] is missing or not [mean, standard error]")
+    return old
+
+
+def _earlier(out: Path | None) -> dict | None:
+    """Returns the record already in ``out`` for ``--append`` (None when there is none); raises ``ValueError`` when
+    it is malformed (``read_record``) or there is no ``--out``."""
     if out is None:
         raise ValueError("--append adds to the results in --out DIR: give --out")
     path = out / "household_help.json"
-    if not path.is_file():
-        return None
-    old = json.loads(path.read_text())
+    return read_record(path) if path.is_file() else None
+
+
+def _check_setting(old: dict, setting: dict, out: Path) -> None:
+    """Raises ``ValueError`` when the record ``old`` in ``out`` was measured in another ``setting`` (split, task
+    seed, tasks, seeds, simulations, teleport, seed)."""
     other = {k: old.get(k) for k in setting if old.get(k) != setting[k]}
     if other:
-        raise ValueError(f"--append: {path} was measured with {other}, not {setting}")
-    return old
+        raise ValueError(f"--append: {out / 'household_help.json'} was measured with {other}, not {setting}")
 
 
 def _merged(old: dict, new: dict) -> dict:
@@ -547,7 +606,12 @@ def add_parser(sub) -> None:
     evaluate.add_argument("--seeds", type=int, default=5, help="runs per task (the paper: 5)")
     evaluate.add_argument("--simulations", type=int, default=100, help="tree-search simulations per step")
     evaluate.add_argument("--teleport", action="store_true", help="walks arrive at once")
-    evaluate.add_argument("--batch", type=int, default=100, help="episodes run at once")
+    evaluate.add_argument(
+        "--batch",
+        type=int,
+        default=100,
+        help="episodes run at once at most; the batches are evened out (a smaller run is one batch of its size)",
+    )
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--out", help="directory for household_help.{json,md,png}")
     evaluate.add_argument(

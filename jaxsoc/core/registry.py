@@ -11,6 +11,11 @@ _REGISTRY: dict[str, Callable[[], Any]] = {}
 _INSTANCES: dict[str, Any] = {}  # environments are stateless, so one instance (and its jit cache) per name
 
 
+class UnknownEnvironment(KeyError):
+    """``make`` was given a name that is not registered (a ``KeyError``, so ``except KeyError`` still catches it;
+    the ``jaxsoc`` command catches only this one)."""
+
+
 def register(name: str, factory: Callable[[], Any]) -> None:
     """Registers ``factory() -> Environment`` under ``name``; a name can be registered once."""
     if name in _REGISTRY:
@@ -37,13 +42,13 @@ def make(name: str, **overrides: Any) -> tuple[Any, Any]:
     instance (with its compiled ``reset``/``step``) is returned for a name.
 
     Raises:
-        KeyError: unknown name (the message lists the closest registered names).
+        UnknownEnvironment: unknown name, a ``KeyError`` (the message lists the closest registered names).
         TypeError: an override that is not a field of the env's params.
     """
     if name not in _REGISTRY:
         close = difflib.get_close_matches(name, _REGISTRY, n=5, cutoff=0.4)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise KeyError(f"unknown environment {name!r}.{hint} See jaxsoc.registered_envs() for all names.")
+        raise UnknownEnvironment(f"unknown environment {name!r}.{hint} See jaxsoc.registered_envs() for all names.")
     if name not in _INSTANCES:
         _INSTANCES[name] = _REGISTRY[name]()
     env = _INSTANCES[name]

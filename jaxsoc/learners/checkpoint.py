@@ -124,9 +124,24 @@ class Checkpointer:
         self._manager.close()
 
 
+def _reader(directory: Path) -> ocp.CheckpointManager:
+    """Returns a manager that reads the checkpoints in ``directory`` and creates nothing on disk.
+
+    Raises:
+        FileNotFoundError: ``directory`` does not exist (a plain ``CheckpointManager`` would create it).
+    """
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no checkpoint in {directory} (no such directory)")
+    options = ocp.CheckpointManagerOptions(create=False, read_only=True)
+    return ocp.CheckpointManager(directory, options=options, item_names=("state", "meta"))
+
+
 def latest_step(directory: str | Path) -> int | None:
-    """Returns the newest step saved in ``directory``, or None."""
-    with ocp.CheckpointManager(Path(directory).absolute(), item_names=("state", "meta")) as manager:
+    """Returns the newest step saved in ``directory``, or None (also when ``directory`` does not exist)."""
+    directory = Path(directory).absolute()
+    if not directory.is_dir():
+        return None
+    with _reader(directory) as manager:
         return manager.latest_step()
 
 
@@ -134,11 +149,11 @@ def read_meta(directory: str | Path, step: int | None = None) -> dict[str, Any]:
     """Returns the ``meta`` JSON of a checkpoint (``step`` default the newest).
 
     Raises:
-        FileNotFoundError: no checkpoint there.
+        FileNotFoundError: no checkpoint there (nothing is created when ``directory`` does not exist).
         ValueError: the step has no readable meta (not a jaxsoc checkpoint, or corrupt).
     """
     directory = Path(directory).absolute()
-    with ocp.CheckpointManager(directory, item_names=("state", "meta")) as manager:
+    with _reader(directory) as manager:
         step = manager.latest_step() if step is None else step
         if step is None:
             raise FileNotFoundError(f"no checkpoint in {directory}")
@@ -152,10 +167,11 @@ def restore_raw(directory: str | Path, step: int) -> Any:
     """Returns the ``state`` of a checkpoint as saved: nested dicts of numpy arrays (keys as raw ``uint32``).
 
     Raises:
+        FileNotFoundError: ``directory`` does not exist.
         ValueError: the state cannot be read (corrupt or not a jaxsoc checkpoint).
     """
     directory = Path(directory).absolute()
-    with ocp.CheckpointManager(directory, item_names=("state", "meta")) as manager:
+    with _reader(directory) as manager:
         try:
             restored = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))
         except Exception as error:

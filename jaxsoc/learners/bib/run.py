@@ -321,23 +321,63 @@ def train(
     return summary
 
 
+#: what ``run.json`` holds besides ``kind`` and ``config`` (``train``'s options)
+RUN_OPTIONS = ("seeds", "seed", "data", "encoder")
+
+
+def read_info(run: str | Path) -> dict[str, Any]:
+    """Returns the ``run.json`` of a BIB run directory after checking it, without reading the checkpoint or
+    creating anything: a dict with ``kind`` (``KINDS``), ``config`` and ``RUN_OPTIONS``.
+
+    Raises:
+        ValueError: naming the directory or file: no such directory, no ``run.json``, unreadable JSON, an
+            unknown kind, a missing field, a bad config or seed count, or no ``checkpoints/`` yet.
+    """
+    run = Path(run)
+    path = run / RUN_JSON
+    if not run.is_dir():
+        raise ValueError(f"{run}: no such run directory")
+    if not path.is_file():
+        raise ValueError(f"{run} is not a BIB training run (no {RUN_JSON})")
+    try:
+        info = json.loads(path.read_text())
+    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(f"{path} is not readable JSON: {error}") from None
+    if not isinstance(info, dict) or info.get("kind") not in KINDS:
+        found = info.get("kind") if isinstance(info, dict) else type(info).__name__
+        raise ValueError(f"{path}: 'kind' must be one of {', '.join(KINDS)}, got {found!r}")
+    missing = [name for name in ("config", *RUN_OPTIONS) if name not in info]
+    if missing:
+        raise ValueError(f"{path} lacks {', '.join(map(repr, missing))}")
+    for name, least in (("seed", 0), ("seeds", 1)):
+        if isinstance(info[name], bool) or not isinstance(info[name], int) or info[name] < least:
+            raise ValueError(f"{path}: {name!r} must be an integer >= {least}, got {info[name]!r}")
+    if not isinstance(info["config"], dict):
+        raise ValueError(f"{path}: 'config' must be an object, got {info['config']!r}")
+    try:
+        _config_from(info["kind"], info["config"])
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    if not (run / CHECKPOINTS).is_dir():
+        raise ValueError(f"{run} has no checkpoint yet (no {CHECKPOINTS}/)")
+    return info
+
+
 def load(run: str | Path) -> tuple[Learner, Any, dict[str, Any]]:
     """Returns ``(learner, states, info)`` of a run directory: its learner, the newest checkpoint's states
     (seeds on the leading axis) and ``run.json``.
 
     Raises:
-        ValueError: not a BIB run directory, no checkpoint, or a checkpoint that does not match the run.
+        ValueError: not a BIB run directory (``read_info``), no checkpoint, or a checkpoint that does not match
+            the run.
     """
-    path = Path(run) / RUN_JSON
-    if not path.exists():
-        raise ValueError(f"{run} is not a BIB training run (no {RUN_JSON})")
-    info = json.loads(path.read_text())
+    info = read_info(run)
     kind = info["kind"]
     config = _config_from(kind, info["config"])
     learner = make_learner(kind, config) if kind == "bib-atc" else _observer(kind, config)
     template = jax.eval_shape(jax.vmap(learner.init), seed_keys(info["seed"], info["seeds"]))
     template = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), template)
-    options = {name: info[name] for name in ("seeds", "seed", "data", "encoder")}
+    options = {name: info[name] for name in RUN_OPTIONS}
     checkpointer = _checkpointer(Path(run), kind, config, options)
     try:
         states = checkpointer.restore(template)

@@ -744,6 +744,8 @@ def load(run: str | Path) -> tuple[BMConfig, Any]:
             checkpoint of another kind or config.
     """
     info = _read_run(run)
+    if not (Path(run) / CHECKPOINTS).is_dir():
+        raise ValueError(f"{run} has no checkpoint yet (no {CHECKPOINTS}/)")
     try:
         config = BMConfig(**info["config"])
     except (TypeError, KeyError) as error:
