@@ -100,6 +100,7 @@ def test_deterministic_jit_and_vmap_agree():
         jax.tree.map(np.testing.assert_array_equal, index(batch, i), np_tree(H.generate(keys[i], DEFAULT)))
 
 
+@pytest.mark.bitexact
 def test_attributes_compiled_equal_op_by_op():
     """The floating-point stage (sizes and masses) gives the same bits compiled and op by op (under
     ``jax.disable_jit()`` nothing is compiled as a whole; the whole generator is ``test_generate_op_by_op``)."""
@@ -116,6 +117,7 @@ def test_attributes_compiled_equal_op_by_op():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+@pytest.mark.bitexact
 @pytest.mark.slow
 def test_generate_op_by_op():
     """A whole house compiled equals it generated op by op (slow: every op compiles on its own)."""

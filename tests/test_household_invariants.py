@@ -83,6 +83,7 @@ def test_random_play_keeps_the_world_consistent(play, index, seed):
     assert (np.diff(states.step) == 1).all()
 
 
+@pytest.mark.bitexact
 class AdvanceVariants(chex.TestCase):
     """A step compiled equals it run op by op (under ``jax.disable_jit()``, so nothing is compiled)."""
 
