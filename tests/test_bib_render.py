@@ -232,6 +232,7 @@ def test_shapes_and_dtype(episode, frames84, frames200, render_jit):
     np.testing.assert_array_equal(np.asarray(render_jit(pair, size=84)), np.stack([frames84, frames84]))
 
 
+@pytest.mark.bitexact
 def test_jit_matches_eager(episode, frames84):
     np.testing.assert_array_equal(np.asarray(render(episode, 84)), frames84)
 

@@ -213,6 +213,7 @@ def test_bot_demonstrations_replay_to_success(tmp_path, replayer):
 
 
 # -- resumption ------------------------------------------------------------------------------------------
+@pytest.mark.bitexact
 def test_resume_after_a_shorter_run_is_byte_identical(full, tmp_path):
     collect(tmp_path, episodes=SHARD_EPISODES)  # the first shard only
     first = json.loads((tmp_path / "manifest.json").read_text())

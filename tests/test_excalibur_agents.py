@@ -218,6 +218,7 @@ def test_random_stop_prob():
     assert int(action) == S.STOP
 
 
+@pytest.mark.bitexact
 def test_act_jit_matches_eager(oracle_hand):
     """One exploration act (the answer acts are checked by the rollouts) of the oracle, eager and jitted, at the
     start and after a few steps."""

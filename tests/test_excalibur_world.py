@@ -170,6 +170,7 @@ def test_novelty_grows_with_what_is_seen_and_touched(step):
     assert total > 0
 
 
+@pytest.mark.bitexact
 def test_jit_vmap_and_determinism(step):
     actions = jnp.array([S.FORWARD, S.LEFT, S.TOGGLE, S.PICKUP, S.RIGHT])
     state = W.initial_state(HOUSE)

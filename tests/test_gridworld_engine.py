@@ -252,6 +252,7 @@ def test_vmap_equals_per_world_steps(doorkey):
         chex.assert_trees_all_equal(jax.tree_util.tree_map(lambda x, i=i: x[i], batched), single)
 
 
+@pytest.mark.bitexact
 class StepEnvVariants(chex.TestCase):
     """``step_env`` gives the same result compiled and run op by op. Each variant is compared with the other
     kind of execution: the jitted variant with an eager run under ``jax.disable_jit()``, the eager variant (run

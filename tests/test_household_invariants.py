@@ -132,6 +132,7 @@ def _advance_case():
     return advance, rollout
 
 
+@pytest.mark.bitexact
 class AdvanceVariants(chex.TestCase):
     """A step compiled (``with_jit``) and one called without an outer ``jit`` (``without_jit``) each equal the
     step run op by op under ``jax.disable_jit()``."""

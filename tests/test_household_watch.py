@@ -169,6 +169,7 @@ def test_chance_draws_training_goals(demos):
         WA.chance_counts(jax.random.key(0), goals[:0], 5)
 
 
+@pytest.mark.bitexact
 def test_resume_equals_an_uninterrupted_run(tmp_path, demos_dir, demos):
     config = CONFIGS["graph"]
     whole = WR.train(config, tmp_path / "whole", demos_dir, progress=False)

@@ -171,6 +171,7 @@ def test_ppo_learns_on_the_default_path(trainer):
     assert last > 0.6 and last > first + 0.2, (first, last)
 
 
+@pytest.mark.bitexact
 def test_resume_from_a_checkpoint_equals_the_uninterrupted_run(half_run, tmp_path):
     whole = quiet_run(TINY, tmp_path / "whole")
     split = copy_run(half_run, tmp_path)

@@ -4,9 +4,11 @@ question dropped.
 
 Splits draw their houses from disjoint key streams (``SPLIT_SEEDS``), and each split filters its questions on its
 own houses, so a test house and its questions are never seen in training. ``cached_bank`` builds a bank once per
-process and keeps it on disk (``$JAXSOC_CACHE``, default ``~/.cache/jaxsoc``; the file name carries
-``BANK_VERSION`` and every argument, so a change of either builds a new one): a bank is a function of its
-arguments (counter-based JAX keys and a seeded numpy generator), the same on every machine.
+process and keeps it on disk (``$JAXSOC_CACHE/excalibur``, default ``~/.cache/jaxsoc``; see ``jaxsoc.cache``): a
+bank is a function of its arguments and of the generating code (counter-based JAX keys and a seeded numpy
+generator), the same on every machine, so the file name hashes ``BANK_VERSION``, every argument, the jax and
+numpy versions and the source of this module and of every jaxsoc module it imports (``cache.source_digest``); a
+change of any of them builds a new file, and an unreadable one is rebuilt with a warning.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import tempfile
 import jax
 import numpy as np
 
+from jaxsoc import cache
 from jaxsoc.envs.excalibur import houses as H
 from jaxsoc.envs.excalibur import questions as Q
 from jaxsoc.envs.excalibur import state as S
@@ -65,14 +68,29 @@ def make_bank(
     return bank, dict(report, generated=num, kept_houses=int(keep.size))
 
 
-#: bump when generation or question filtering changes what a bank holds
+#: bump when the file layout changes (the generating code is hashed into the file name: ``source_hash``)
 BANK_VERSION = 2
 
 
 def cache_dir() -> pathlib.Path:
-    """Returns the directory of the on-disk bank cache (``$JAXSOC_CACHE/excalibur``, default ``~/.cache/jaxsoc``)."""
-    root = os.environ.get("JAXSOC_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "jaxsoc")
-    return pathlib.Path(root) / "excalibur"
+    """Returns the directory of the on-disk bank cache (``$JAXSOC_CACHE/excalibur``, default
+    ``~/.cache/jaxsoc/excalibur``)."""
+    return cache.cache_root() / "excalibur"
+
+
+def source_hash() -> str:
+    """Returns the hex digest of the code that generates a bank: this module and every jaxsoc module it imports
+    (``houses``, ``questions``, ``state``, ...), without comments and docstrings."""
+    return cache.source_digest(__name__)
+
+
+def cache_path(split: str = "train", seed: int = 0, config: H.HouseConfig = DEFAULT_CONFIG) -> pathlib.Path:
+    """Returns the cache file of ``make_bank(split, seed, config)``'s bank: its name hashes ``BANK_VERSION``, the
+    arguments, the module constants the bank depends on, the jax and numpy versions and ``source_hash()``."""
+    settings = (BANK_VERSION, split, seed, config, N_PER_HOUSE, M_PER_FAMILY, MIN_VALID)
+    settings += (jax.__version__, np.__version__, source_hash())
+    tag = hashlib.sha1(repr(settings).encode()).hexdigest()
+    return cache_dir() / f"bank-v{BANK_VERSION}-{split}-{seed}-{tag[:16]}.npz"
 
 
 def _save(path: pathlib.Path, bank: S.House) -> None:
@@ -84,20 +102,26 @@ def _save(path: pathlib.Path, bank: S.House) -> None:
 
 
 def _load(path: pathlib.Path) -> S.House | None:
+    """Returns the bank stored at ``path``; None (with a warning when the file exists) when the file is absent,
+    truncated, corrupt or of another layout (a missing field, fields with different numbers of houses)."""
+    if not path.exists():
+        return None
     try:
         with np.load(path) as data:
-            return S.House(**{f.name: jax.numpy.asarray(data[f.name]) for f in dataclasses.fields(S.House)})
-    except (OSError, KeyError, ValueError):
-        return None  # absent or unreadable (a stale layout): rebuild
+            arrays = {f.name: np.asarray(data[f.name]) for f in dataclasses.fields(S.House)}
+        if len({a.shape[0] if a.ndim else -1 for a in arrays.values()}) != 1:
+            raise ValueError("fields with different numbers of houses")
+    except cache.UNREADABLE as error:
+        cache.warn_unreadable(path, error)
+        return None
+    return S.House(**{name: jax.numpy.asarray(a) for name, a in arrays.items()})
 
 
 @functools.lru_cache(maxsize=16)
 def cached_bank(split: str = "train", seed: int = 0, config: H.HouseConfig = DEFAULT_CONFIG) -> S.House:
     """Returns ``make_bank(split, seed, config)``'s bank: from memory, else from the disk cache, else built (and
     saved)."""
-    settings = (BANK_VERSION, split, seed, config, N_PER_HOUSE, M_PER_FAMILY, MIN_VALID)
-    tag = hashlib.sha1(repr(settings).encode()).hexdigest()
-    path = cache_dir() / f"bank-{split}-{seed}-{tag[:16]}.npz"
+    path = cache_path(split, seed, config)
     bank = _load(path)
     if bank is None:
         bank = make_bank(split, seed, config)[0]

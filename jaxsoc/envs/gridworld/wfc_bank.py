@@ -11,9 +11,11 @@ uniform ordered pair of distinct open cells and draws the direction uniformly, i
 minigrid is an optional dependency, imported only here and only when a bank is built. minigrid 3.2.0's
 distributions (wheel and sdist) lack the WFC pattern images ``minigrid/envs/wfc/patterns/*.png``: point
 ``$JAXSOC_WFC_PATTERNS`` (or ``patterns_dir``) at a folder holding them, e.g. that folder of a minigrid source
-checkout. ``cached_bank`` keeps a bank on disk (``$JAXSOC_CACHE/minigrid-wfc``, default ``~/.cache/jaxsoc``); the
-file name carries ``BANK_VERSION``, the id, the size, the grid size and a hash of the pattern image and WFC
-settings, so a change of any of them builds a new bank, and an unreadable file is rebuilt.
+checkout. ``cached_bank`` keeps a bank on disk (``$JAXSOC_CACHE/minigrid-wfc``, default ``~/.cache/jaxsoc``; see
+``jaxsoc.cache``); the file name carries ``BANK_VERSION``, the id, the size, the grid size and a hash of the
+pattern image, the WFC settings, minigrid's and numpy's versions and this module's source with the jaxsoc modules
+it imports (``cache.source_digest``), so a change of any of them builds a new bank, and an unreadable file is
+rebuilt with a warning.
 
 Cost: the solver's time per layout depends on the preset; with minigrid's own images (CPU time per reset, mean of
 seeds 0-19 on this project's development machine): ObstaclesBlackdots 0.14 s, MazeSimple 0.40 s, DungeonMazeScaled
@@ -33,6 +35,7 @@ import tempfile
 
 import numpy as np
 
+from jaxsoc import cache
 from jaxsoc.envs.gridworld import constants as C
 
 #: the six presets minigrid 3.2.0 registers (``MiniGrid-WFC-<preset>-v0``)
@@ -49,7 +52,7 @@ PRESETS = (
 DEFAULT_BANK_SIZE = 1000
 #: ``wfc.WFC`` draws the bank index with ``placement.below``, which takes ``n < 2**16``
 MAX_BANK_SIZE = 2**16 - 1
-#: bump when what a bank holds changes
+#: bump when the file layout changes (the generating code is hashed into the file name: ``source_hash``)
 BANK_VERSION = 1
 PATTERNS_ENV = "JAXSOC_WFC_PATTERNS"
 
@@ -125,19 +128,26 @@ def make_bank(
 
 
 def cache_dir() -> pathlib.Path:
-    """Returns the folder of the on-disk banks (``$JAXSOC_CACHE/minigrid-wfc``, default ``~/.cache/jaxsoc``)."""
-    root = os.environ.get("JAXSOC_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "jaxsoc")
-    return pathlib.Path(root) / "minigrid-wfc"
+    """Returns the folder of the on-disk banks (``$JAXSOC_CACHE/minigrid-wfc``, default
+    ``~/.cache/jaxsoc/minigrid-wfc``)."""
+    return cache.cache_root() / "minigrid-wfc"
+
+
+def source_hash() -> str:
+    """Returns the hex digest of the jaxsoc code that turns minigrid's levels into a bank: this module and the
+    jaxsoc modules it imports, without comments and docstrings."""
+    return cache.source_digest(__name__)
 
 
 def cache_path(preset: str, size: int, grid_size: int = 25, patterns_dir=None) -> pathlib.Path:
-    """Returns the cache file of a bank; its name hashes every setting the bank depends on, the pattern image's
-    bytes included."""
+    """Returns the cache file of a bank; its name hashes every setting the bank depends on: the pattern image's
+    bytes, minigrid's WFC settings, the minigrid and numpy versions and ``source_hash()``."""
     _, _, version = _import_minigrid()
     config = wfc_config(preset, patterns_dir)
     solver = {k: v for k, v in dataclasses.asdict(config).items() if k not in ("pattern_path", "docstring")}
     image = hashlib.sha1(pathlib.Path(config.pattern_path).read_bytes()).hexdigest()
     settings = (BANK_VERSION, preset, size, grid_size, version, sorted(solver.items()), image)
+    settings += (np.__version__, source_hash())
     tag = hashlib.sha1(repr(settings).encode()).hexdigest()[:16]
     return cache_dir() / f"bank-v{BANK_VERSION}-{preset}-{grid_size}x{grid_size}-n{size}-{tag}.npz"
 
@@ -150,12 +160,17 @@ def _save(path: pathlib.Path, layouts: np.ndarray) -> None:
 
 
 def _load(path: pathlib.Path, shape: tuple[int, int, int]) -> np.ndarray | None:
+    """Returns the ``bool[shape]`` layouts stored at ``path``; None (with a warning when the file exists) when the
+    file is absent, truncated, corrupt or holds another shape or dtype."""
+    if not path.exists():
+        return None
     try:
         with np.load(path) as data:
             layouts = np.asarray(data["walls"])
-    except (OSError, KeyError, ValueError, EOFError):
-        return None  # absent or unreadable: rebuild
-    if layouts.shape != shape or layouts.dtype != np.bool_:
+        if layouts.shape != shape or layouts.dtype != np.bool_:
+            raise ValueError(f"walls {layouts.dtype}{list(layouts.shape)}, expected bool{list(shape)}")
+    except cache.UNREADABLE as error:
+        cache.warn_unreadable(path, error)
         return None
     return layouts
 

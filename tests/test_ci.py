@@ -1,0 +1,187 @@
+"""CI's crash handling: ``.ci/crashed_tests.py`` on junit reports with crashed xdist workers, and
+``conftest.py``'s crash report (``CRASHED``/``NOT RUN`` lines, tests kept from running reported as failures) in a
+real pytest-xdist session, run as ``.ci/run`` runs it, whose worker aborts."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import conftest
+import jax
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / ".ci" / "crashed_tests.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("crashed_tests", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def crash(worker: str, nodeid: str) -> str:
+    """A crashed worker's test case as pytest-xdist 3.8 and junitxml write it."""
+    message = f"worker '{worker}' crashed while running '{nodeid}'"
+    return (
+        f'<testcase classname="tests.test_x" name="{nodeid.split("::")[1]}" time="0.000">'
+        f'<error message="failed on setup with &quot;{message}&quot;">{message}</error></testcase>'
+    )
+
+
+def not_run(nodeid: str) -> str:
+    """A test that crashes kept from running, as ``conftest.CrashReport`` reports it."""
+    message = f"NOT RUN: '{nodeid}': the session ended after 1 crashed worker(s) before it ran"
+    return (
+        f'<testcase classname="tests.test_x" name="{nodeid.split("::")[1]}" time="0.000">'
+        f'<failure message="{message}">{message}</failure></testcase>'
+    )
+
+
+PASSED = '<testcase classname="tests.test_x" name="test_fine" time="0.1"/>'
+SKIPPED = '<testcase classname="tests.test_x" name="test_skip" time="0.0"><skipped message="no gpu"/></testcase>'
+FAILED = (
+    '<testcase classname="tests.test_x" name="test_fails" time="0.1">'
+    '<failure message="assert 2 == 3">assert 2 == 3</failure></testcase>'
+)
+
+
+def report(tmp_path, *cases: str) -> str:
+    path = tmp_path / "report.xml"
+    path.write_text(
+        f'<?xml version="1.0"?><testsuites><testsuite name="pytest">{"".join(cases)}</testsuite></testsuites>'
+    )
+    return str(path)
+
+
+def test_crashed_tests_lists_crashed_then_not_run_tests_once_and_fails_on_other_failures(tmp_path, capsys):
+    script = load_script()
+    a, b, c = "tests/test_x.py::test_abort", "tests/test_x.py::test_segfault[2]", "tests/test_y.py::test_after"
+    cases = (PASSED, not_run(c), crash("gw0", a), SKIPPED, crash("gw2", a), crash("gw1", b))
+    assert script.main([report(tmp_path, *cases)]) == 0
+    assert capsys.readouterr().out.splitlines() == [a, b, c]
+    assert script.main([report(tmp_path, crash("gw0", a), FAILED)]) == 1, "a real failure is never rerun away"
+    assert capsys.readouterr().out.splitlines() == [a]
+    assert script.main([report(tmp_path, PASSED, FAILED)]) == 1
+    assert capsys.readouterr().out == ""
+    assert script.main([report(tmp_path, PASSED)]) == 0
+    assert capsys.readouterr().out == ""
+
+
+def test_crashed_tests_refuses_a_report_it_cannot_use(tmp_path, capsys):
+    script = load_script()
+    assert script.main([report(tmp_path)]) == 2, "no test: pytest's exit 5 is not a pass"
+    assert "holds no test" in capsys.readouterr().err
+    (tmp_path / "cut.xml").write_text('<?xml version="1.0"?><testsuites><testsuite')
+    assert script.main([str(tmp_path / "cut.xml")]) == 2
+    assert script.main([str(tmp_path / "absent.xml")]) == 2
+    assert "cannot read the junit report" in capsys.readouterr().err
+
+
+def test_compilation_cache_folder_is_one_per_process():
+    assert conftest.compilation_cache_folder(None, "gw0") is None
+    assert (
+        conftest.compilation_cache_folder("off", "gw0") is None and conftest.compilation_cache_folder("", None) is None
+    )
+    assert conftest.compilation_cache_folder("/c", "gw0") == Path("/c/gw0")
+    assert conftest.compilation_cache_folder("/c", "gw1") != conftest.compilation_cache_folder("/c", "gw0")
+    assert conftest.compilation_cache_folder("/c", None) == Path("/c/main")
+
+
+CRASHING = textwrap.dedent(
+    """
+    import os
+
+
+    def test_fine():
+        pass
+
+
+    def test_abort():
+        if os.environ.get("ABORT_IN_TEST"):
+            os.abort()
+
+
+    def test_after():
+        pass
+    """
+)
+#: a plugin that kills the worker after its last test, when it would tell the controller that it finished
+ABORT_AT_EXIT = textwrap.dedent(
+    """
+    import os
+
+    import pytest
+
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(session):
+        if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("ABORT_AT_EXIT"):
+            os.abort()
+    """
+)
+
+
+def run_crashing_session(tmp_path, where: str) -> tuple[subprocess.CompletedProcess, str]:
+    """Runs ``CRASHING`` as ``.ci/run`` runs the suite (by module, no worker restart; one worker), with this
+    conftest as a plugin; its worker aborts ``where`` ("in_test": in test_abort, "at_exit": after the last test).
+    Returns the process and the junit report's path."""
+    (tmp_path / "test_crashing.py").write_text(CRASHING)
+    (tmp_path / "abort_at_exit.py").write_text(ABORT_AT_EXIT)
+    junit = tmp_path / "report.xml"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}  # not a worker of ours
+    env = {
+        **env,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT), str(tmp_path)]),
+        "JAX_PLATFORMS": "cpu",
+        {"in_test": "ABORT_IN_TEST", "at_exit": "ABORT_AT_EXIT"}[where]: "1",
+    }
+    args = ["-n", "1", "--dist", "loadscope", "--max-worker-restart=0", "-p", "conftest", "-p", "abort_at_exit"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-q", f"--junitxml={junit}", "."],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    return proc, str(junit)
+
+
+def test_a_crash_in_a_test_is_reported_and_the_tests_it_kept_from_running_fail(tmp_path, capsys):
+    # the abort ends the session (no worker restart) before test_after runs
+    proc, junit = run_crashing_session(tmp_path, "in_test")
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    assert "CRASHED: test_crashing.py::test_abort (worker gw0)" in out
+    assert "NOT RUN: test_crashing.py::test_after" in out
+    assert out.strip().splitlines()[-1].startswith("2 failed, 1 passed"), out
+    capsys.readouterr()
+    assert load_script().main([junit]) == 0, "crashes and tests they kept from running only: .ci/run reruns them"
+    assert capsys.readouterr().out.splitlines() == ["test_crashing.py::test_abort", "test_crashing.py::test_after"]
+
+
+def test_a_worker_that_dies_outside_any_test_fails_the_run(tmp_path):
+    # every test passed, then the worker died: xdist alone would report success
+    proc, junit = run_crashing_session(tmp_path, "at_exit")
+    out = proc.stdout
+    assert proc.returncode == 1, out + proc.stderr
+    assert "CRASHED: xdist worker gw0, outside any test" in out and "NOT RUN" not in out
+    assert out.strip().splitlines()[-1].startswith("1 failed, 3 passed"), out
+    assert load_script().main([junit]) == 1
+
+
+def test_the_session_compilation_cache_setting_reaches_jax_and_subprocesses():
+    folder = conftest.compilation_cache_folder(
+        os.environ.get(conftest.XLA_CACHE_ENV), os.environ.get("PYTEST_XDIST_WORKER")
+    )
+    if folder is None:
+        assert os.environ["JAX_ENABLE_COMPILATION_CACHE"] == "false" and "JAX_COMPILATION_CACHE_DIR" not in os.environ
+        assert not jax.config.jax_enable_compilation_cache
+    else:
+        assert os.environ["JAX_COMPILATION_CACHE_DIR"] == str(folder) == jax.config.jax_compilation_cache_dir
