@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tolerance import assert_trees_match
 
 import jaxsoc
 from jaxsoc.cli import main
@@ -428,7 +429,7 @@ def test_vmapped_seeds_match_separate_runs():
     singles = [learner.init_jit(key) for key in keys]
     stack = lambda *x: np.stack(x)  # noqa: E731
     states = jax.jit(jax.vmap(learner.init))(keys)
-    assert_trees_equal(states, jax.tree.map(stack, *singles))
+    assert_trees_match(states, jax.tree.map(stack, *singles), rtol=1e-6, atol=0.0)  # vmapped init: to an ulp or so
     states, metrics = jax.device_get(jax.jit(jax.vmap(learner.update))(states, jax.tree.map(stack, *batches)))
     close, lr = functools.partial(np.testing.assert_allclose, rtol=1e-5, atol=1e-6), float(learner.schedule(0))
     for i in range(3):

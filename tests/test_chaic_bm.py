@@ -85,7 +85,7 @@ def test_features_read_only_the_observation():
 
     base, vis, obs = jax.device_get(fn(states))
     assert base.shape == (T.TEST_EPISODES, bm.NUM_FEATURES) and np.isfinite(base).all()
-    np.testing.assert_array_equal(bm.features(obs), base)  # leading batch axes
+    np.testing.assert_allclose(bm.features(obs), base, rtol=1e-6, atol=1e-6)  # leading batch axes; op by op
     i = int(np.argmax(vis.any(1)))  # an episode in which the helper sees an object at the start
     cls = np.asarray(states.objects.cls[i])
     hidden, shown = np.flatnonzero(~vis[i] & (cls > 0))[0], np.flatnonzero(vis[i])[0]
@@ -109,8 +109,8 @@ def test_a_sequence_equals_stepping_the_model(data):
     carry, net = bm.initial_carry(config), bm.model(config)
     for t in range(12):
         carry, step_targets, step_constraint = net.apply({"params": params}, carry, feats[t])
-        np.testing.assert_allclose(step_targets, targets[t], atol=1e-5)
-        np.testing.assert_allclose(step_constraint, constraint[t], atol=1e-5)
+        np.testing.assert_allclose(step_targets, targets[t], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(step_constraint, constraint[t], rtol=1e-5, atol=1e-5)
 
 
 def test_the_model_overfits_a_few_episodes(run):

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tolerance import assert_trees_match
 
 from jaxsoc.envs.excalibur import agents as A
 from jaxsoc.envs.excalibur import catalogue as K
@@ -232,8 +233,7 @@ def test_act_jit_matches_eager(oracle_hand):
         jit_action, jit_memory = act(key, memory, state)
         assert int(eager_action) == int(jit_action)
         assert S.LEFT <= int(jit_action) < S.STOP  # exploring
-        for a, b in zip(jax.tree_util.tree_leaves(eager_memory), jax.tree_util.tree_leaves(jit_memory)):
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert_trees_match(eager_memory, jit_memory)
         state = W.explore_step(state, jit_action)
         memory = jit_memory
 

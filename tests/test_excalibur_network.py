@@ -222,7 +222,7 @@ def test_phase_one_questions_are_zeros(apply):
     # phase I carries no questions; the network sees the same as with all-padding rows, whatever their width Q
     obs = make_obs(5, (0, 0, 0))
     wider = dict(obs, questions=np.zeros((B, 2 * Q, 11), np.int16))
-    np.testing.assert_allclose(apply(wider)[0], apply(obs)[0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(apply(wider)[0], apply(obs)[0], rtol=1e-5, atol=1e-4)  # another shape: as padded rows
 
 
 def test_the_memory_carries_the_first_observation_into_the_second_step(apply):

@@ -20,6 +20,7 @@ import pytest
 from household_scenes import first, hold, objects_of, place, set_bits, stand_at, with_goal
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tolerance import assert_trees_match
 
 from jaxsoc.cli import household as cmd
 from jaxsoc.cli import main
@@ -448,9 +449,9 @@ def test_vmapped_agent_equals_single_calls(pair, test1):
     for i in range(3):
         state = row(states, i)
         one = pair["act_a"](keys[i], pair["init_a"](keys[i], state), state)
-        chex.assert_trees_all_equal(one, row(step1, i))
+        assert_trees_match(one, row(step1, i))  # vmapped: another program
         two = pair["act_a"](jax.random.split(keys[0], 3)[i], one[1], state)
-        chex.assert_trees_all_equal(two, row(step2, i))
+        assert_trees_match(two, row(step2, i))
     assert len({int(a) for a in step1[0]}) > 1  # three different decisions, not one broadcast
 
 

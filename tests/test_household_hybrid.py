@@ -83,7 +83,7 @@ def test_reset_and_step_shapes_and_reward(env_fn):
         obs, state, reward, terminated, truncated, info = step(keys(10 + t), state, choice, params)
         assert reward.shape == (N,) and reward.dtype == jnp.float32 and terminated.shape == (N,)
         expected = 2.0 * (info["achieved"] - before) - 0.1
-        np.testing.assert_allclose(reward, expected, atol=1e-6)
+        np.testing.assert_allclose(reward, expected, rtol=1e-6, atol=1e-6)
         assert space.contains(jax.tree_util.tree_map(lambda x: np.asarray(x[0]), obs))
         ended = np.asarray(terminated | truncated)
         np.testing.assert_array_equal(obs["last_choice"], np.where(ended, -1, choice))  # auto-reset

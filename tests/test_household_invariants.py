@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tolerance import assert_trees_match
 
 from jaxsoc.envs.household import classes as C
 from jaxsoc.envs.household import env as E
@@ -142,6 +143,6 @@ class AdvanceVariants(chex.TestCase):
         advance, rollout = _advance_case()
         step = self.variant(advance)
         for inputs, want in rollout:
-            chex.assert_trees_all_close(step(*inputs), want)
+            assert_trees_match(step(*inputs), want)  # floats to rounding, the rest exactly
         first, last = rollout[0][0][1], rollout[-1][1][0]
         assert not np.array_equal(first.chars.pos, last.chars.pos), "the walks moved the characters"

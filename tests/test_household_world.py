@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from household_scenes import first, hold, objects_of, place, set_bits, stand_at
+from tolerance import assert_trees_match
 
 import jaxsoc
 from jaxsoc.envs.household import classes as C
@@ -395,7 +396,7 @@ def test_jit_vmap_and_no_retrace(two_agent):
             row(actions, i),
             params,
         )
-        chex.assert_trees_all_close(row(batched, i), one)
+        assert_trees_match(row(batched, i), one)  # vmapped: another program
     for t in range(3):  # other values, same shapes: no new trace
         step(
             jax.random.key(t),
@@ -444,11 +445,11 @@ def test_the_faster_auto_reset_equals_the_base_classes(two_agent, kitchen):
         base = jax.jit(lambda *x: MultiAgentEnvironment._auto_reset_step(env, *x))(
             jax.random.key(7), s, actions, params
         )
-        chex.assert_trees_all_equal(mine, base)
+        assert_trees_match(mine, base)  # two programs: floats to rounding
     helper, hparams = jaxsoc.make("WatchAndHelp-Helper-v0")
     _, hstate = helper.reset(jax.random.key(0), hparams)
     for step in (0, 249):
         s = hstate.replace(world=hstate.world.replace(step=jnp.int32(step)))
         mine = jax.jit(helper._auto_reset_step)(jax.random.key(3), s, jnp.int32(0), hparams)
         base = jax.jit(lambda *x: Environment._auto_reset_step(helper, *x))(jax.random.key(3), s, jnp.int32(0), hparams)
-        chex.assert_trees_all_equal(mine, base)
+        assert_trees_match(mine, base)

@@ -17,6 +17,7 @@ import textwrap
 import jax
 import numpy as np
 import pytest
+from tolerance import assert_trees_match
 
 from jaxsoc.cli.learn import parse_overrides
 from jaxsoc.learners import ppo
@@ -130,8 +131,10 @@ def test_a_masked_tail_is_computed_but_discarded(trainer, one_update):
     # exactly where one update does, and flags the discarded update's metrics
     runner, metrics = trainer.run(trainer.init(jax.random.key(0)), CHUNK, np.int32(1))
     assert int(runner.update) == 1 and metrics["active"].tolist() == [True, False]
-    assert leaves_equal(runner, one_update[0])
-    assert float(metrics["loss"][0]) == float(one_update[1]["loss"])
+    # the scan's update and the jitted one are two programs: the worlds and counters exactly, floats to rounding
+    # (Adam's eps 1e-5 keeps a gradient that is 0 up to rounding from becoming a step of +-lr)
+    assert_trees_match(runner, one_update[0])
+    assert float(metrics["loss"][0]) == pytest.approx(float(one_update[1]["loss"]), rel=1e-5, abs=1e-6)
 
 
 def test_the_context_cache_changes_no_action_and_no_loss(trainer):

@@ -218,7 +218,7 @@ def test_equals_a_direct_jax_vmap_rollout(walk):
         streams, keys = draw(streams)
         j_obs, state, j_reward, j_term, j_trunc, j_info = jax.device_get(step(keys, state, a.astype(np.int32), params))
         assert env_checker.data_equivalence(obs, j_obs, exact=True)
-        np.testing.assert_array_equal(reward, j_reward)
+        np.testing.assert_allclose(reward, j_reward, rtol=1e-6)  # two programs: 1 - 0.5 t / T to rounding
         np.testing.assert_array_equal(terminated, j_term)
         np.testing.assert_array_equal(truncated, j_trunc)
         done = j_term | j_trunc
