@@ -11,8 +11,9 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
-CRASH = re.compile(r"worker '[^']+' crashed while running '([^']+)'")
-NOT_RUN = re.compile(r"^NOT RUN: '([^']+)'")
+# node ids may hold quotes and spaces (parametrized ids): each match runs greedily to the last quote on its line
+CRASH = re.compile(r"worker '[^']+' crashed while running '(.*)'")
+NOT_RUN = re.compile(r"^NOT RUN: '(.*)': the session ended")
 
 
 def read_report(path: str) -> tuple[list[str], list[str], list[str], int]:

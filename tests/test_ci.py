@@ -62,9 +62,21 @@ def report(tmp_path, *cases: str) -> str:
 def test_crashed_tests_lists_crashed_then_not_run_tests_once_and_fails_on_other_failures(tmp_path, capsys):
     script = load_script()
     a, b, c = "tests/test_x.py::test_abort", "tests/test_x.py::test_segfault[2]", "tests/test_y.py::test_after"
-    cases = (PASSED, not_run(c), crash("gw0", a), SKIPPED, crash("gw2", a), crash("gw1", b))
+    # parametrized ids with quotes and spaces (a truncated id made the rerun find nothing: "no tests ran")
+    d = "tests/test_y.py::test_refuses[fields0-unknown network 'transformer'; registered: ['grid']]"
+    e = "tests/test_y.py::test_reads[open a door, then go to a key behind you]"
+    cases = (
+        PASSED,
+        not_run(c),
+        crash("gw0", a),
+        SKIPPED,
+        crash("gw2", a),
+        crash("gw1", b),
+        not_run(d),
+        crash("gw3", e),
+    )
     assert script.main([report(tmp_path, *cases)]) == 0
-    assert capsys.readouterr().out.splitlines() == [a, b, c]
+    assert capsys.readouterr().out.splitlines() == [a, b, e, c, d]
     assert script.main([report(tmp_path, crash("gw0", a), FAILED)]) == 1, "a real failure is never rerun away"
     assert capsys.readouterr().out.splitlines() == [a]
     assert script.main([report(tmp_path, PASSED, FAILED)]) == 1
