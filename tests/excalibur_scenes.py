@@ -11,9 +11,13 @@ into ``objects``; default none) and ``link`` (``"floor"``, ``"on"`` or ``"in"``;
 
 from __future__ import annotations
 
+import contextlib
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxsoc.envs.excalibur import catalogue as K
 from jaxsoc.envs.excalibur import state as S
@@ -141,3 +145,24 @@ def random_objects(rng: np.random.Generator, num: int, height: int = 7, width: i
         link = "in" if K.IS_CONTAINER[t] and (not K.IS_SURFACE[t] or rng.random() < 0.5) else "on"
         objects.append(dict(attributes(int(rng.choice(items))), parent=p, link=link))
     return objects
+
+
+@functools.cache
+def small_bank(num_houses: int = 24) -> S.House:
+    """Returns a bank of ``num_houses`` test-split houses of the default ``HouseConfig`` (the shapes of every
+    ``EXCALIBUR-*`` id's bank), built in seconds: ``jaxsoc.make``'s 512-house train bank takes minutes, most of it
+    Algorithm 2 answering every candidate question in every house."""
+    from jaxsoc.envs.excalibur import bank
+
+    return bank.make_bank("test", num_houses=num_houses)[0]
+
+
+@contextlib.contextmanager
+def with_small_banks():
+    """Within the block, ``bank.cached_bank`` (what ``jaxsoc.make`` of an ``EXCALIBUR-*`` id reads) returns
+    ``small_bank()`` for every split and seed."""
+    from jaxsoc.envs.excalibur import bank
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bank, "cached_bank", lambda split="train", seed=0, config=None: small_bank())
+        yield

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from excalibur_scenes import with_small_banks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from minigrid.core.grid import Grid
@@ -174,9 +175,14 @@ def _single_agent_contract(name: str) -> bool:
     return not name.startswith("CHAIC-") or name == "CHAIC-Normal-Helper-v0"
 
 
+#: the paper levels whose contract runs in CI: the three generator modules and the full grammar
+CI_PAPER_LEVELS = {"BabyAI-GoToRedBallGrey-v0", "BabyAI-GoToLocal-v0", "BabyAI-PutNextLocal-v0", "BabyAI-BossLevel-v0"}
+
+
 def _contract_params() -> list:
-    """The contract ids, the minigrid ids beyond the classic six and the paper levels marked ``slow`` except the
-    first of each module (each id compiles its own reset: all of them would add minutes to the CI suite)."""
+    """The contract ids; the minigrid ids beyond the classic six and BabyAI's bonus levels marked ``slow`` except
+    the first of each module, and the paper levels except ``CI_PAPER_LEVELS`` (each id compiles its own reset: all
+    of them would add minutes to the CI suite; ``-m slow`` runs the rest)."""
     from jaxsoc.envs import LEVELS, MINIGRID_ENVS, env_family
 
     seen, out = set(), []
@@ -187,7 +193,7 @@ def _contract_params() -> list:
             module = MINIGRID_ENVS[name][0].__module__
         elif family == "BabyAI" and group == "bonus":
             module = LEVELS[name][0].attempt.__module__
-        slow = module is not None and module in seen
+        slow = (module is not None and module in seen) or (group == "paper" and name not in CI_PAPER_LEVELS)
         seen.add(module)
         out.append(pytest.param(name, marks=pytest.mark.slow) if slow else name)
     return out
@@ -195,6 +201,9 @@ def _contract_params() -> list:
 
 @pytest.fixture(scope="module", params=_contract_params())
 def env_and_params(request):
+    if request.param.startswith("EXCALIBUR-"):  # a bank of 24 houses in place of the 512 of the train split
+        with with_small_banks():
+            return jaxsoc.make(request.param)
     env, params = jaxsoc.make(request.param)
     if request.param in WFC_ENVS:  # minigrid's wheel has no WFC pattern images to build the bank from
         env.set_layouts(stand_in_layouts())

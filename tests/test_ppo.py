@@ -126,6 +126,7 @@ def one_update(trainer):
     return jax.jit(trainer.update)(trainer.init(jax.random.key(0)))
 
 
+@pytest.mark.slow  # compiles a second update program (jit of update beside the scan): over a minute of CI
 def test_a_masked_tail_is_computed_but_discarded(trainer, one_update):
     # one compiled chunk length serves a run whose length is not a multiple of it: run(CHUNK, stop=1) ends
     # exactly where one update does, and flags the discarded update's metrics
@@ -137,6 +138,7 @@ def test_a_masked_tail_is_computed_but_discarded(trainer, one_update):
     assert float(metrics["loss"][0]) == pytest.approx(float(one_update[1]["loss"]), rel=1e-5, abs=1e-6)
 
 
+@pytest.mark.slow  # compiles an uncached trainer: over a minute of CI
 def test_the_context_cache_changes_no_action_and_no_loss(trainer):
     # the mission is encoded once per episode (pooled for the worlds that reset) instead of at every step: an
     # update's rollout takes the same actions and reaches the same worlds; log-probabilities, values and
@@ -246,6 +248,7 @@ def test_curves_pool_updates_until_enough_episodes():
     assert pooled_points(rows[:2], "frames", "success_rate", min_episodes=32) == []
 
 
+@pytest.mark.slow  # compiles an A2C trainer; tests/test_household_hybrid.py runs A2C in CI
 def test_a2c_updates_with_rmsprop():
     config = ppo.a2c_config(
         env_id=ENV, preset="tiny", num_envs=4, num_steps=4, recurrence=4, minibatch_frames=16, total_frames=16
@@ -320,6 +323,7 @@ SHARDED = textwrap.dedent(
 SHARDED_CONFIG = dataclasses.replace(TINY, norm="layer")
 
 
+@pytest.mark.slow  # two more trainers, one in a subprocess; tests/test_distributed.py shards in CI
 def test_four_device_sharded_updates_equal_one_device(tmp_path):
     # several updates of the default path (pooled resets) at lr 1e-3: the sharded run must agree with the
     # single-device run in the parameters, Adam's moments, the worlds and every metric (losses, gradient

@@ -17,6 +17,7 @@ reads a written dataset, or BIB's own files, through ``bibjson``.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import jax
@@ -177,6 +178,7 @@ def trial_frames(episodes: W.Episode, trials: tuple[int, ...], steps: int, size:
     return jax.vmap(lambda e: jax.vmap(lambda t: one(e, t))(jnp.asarray(trials)))(episodes)
 
 
+@functools.partial(jax.jit, static_argnames="size")  # one program, not hundreds of op-by-op ones
 def frames_at(episodes: W.Episode, trial: jax.Array, step: jax.Array, size: int = FRAME_SIZE) -> jax.Array:
     """Returns ``uint8[B, K, size, size, 3]``: frame ``step[b, k]`` of trial ``trial[b, k]`` of episode ``b``
     (``episodes`` ``[B, 9, ...]``, ``trial`` and ``step`` ``int[B, K]``)."""
