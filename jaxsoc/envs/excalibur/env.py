@@ -12,9 +12,10 @@ answer; it is never truncated (phases I and III end at their budgets).
 - ``qa_reward`` (the paper's "QA reward", a reconstruction: the main paper's definition could not be found): in
   phases I and III each step pays the increase of the fraction of the house's questions that the agent's
   knowledge answers right (``knowledge_accuracy``: answering with only the objects it has seen and the masses it
-  has lifted in the phase). It costs a relation table per step (the previous value is cached in
-  ``State.knowledge``), so the static ``knowledge_reward`` switches its computation on (``params_for`` sets it for
-  the variants with a QA reward).
+  has lifted in the phase; nothing is known before the episode, so the first step also pays for what the spawn
+  view showed). It costs a relation table per step (the previous value is cached in ``State.knowledge``; a reset
+  computes none, so an auto-reset step costs one table, not two), so the static ``knowledge_reward`` switches its
+  computation on (``params_for`` sets it for the variants with a QA reward).
 - ``novelty_reward`` (the "Novelty reward"): each exploration step pays the increase of ``world.novelty`` (the mean
   of the fractions of objects seen, objects touched and free cells visited).
 
@@ -120,8 +121,6 @@ class ExcaliburEnv(Environment):
 
     def reset_env(self, key, params):
         state = W.initial_state(draw_house(key, params), params.view_size)
-        if params.knowledge_reward:
-            state = state.replace(knowledge=state.knowledge.at[0].set(knowledge_accuracy(state, 0)))
         return O.observe(state, params.view_size), state
 
     def step_env(self, key, state, action, params):
