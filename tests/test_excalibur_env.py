@@ -104,16 +104,46 @@ def test_knowledge_reward_is_the_change_of_knowledge_accuracy(env_params):
     revealing = []
     for t, action in enumerate([S.FORWARD, S.LEFT, S.FORWARD, S.PICKUP, S.TOGGLE]):
         _, after, reward, *_ = step(jax.random.key(t), state, jnp.int32(action), params.replace(novelty_reward=0.0))
-        gain = float(knowledge_accuracy(after, jnp.int32(0)) - knowledge_accuracy(state, jnp.int32(0)))
+        # nothing is known before the episode: the first step also pays for the spawn view
+        before = knowledge_accuracy(state, jnp.int32(0)) if t else 0.0
+        gain = float(knowledge_accuracy(after, jnp.int32(0)) - before)
         assert float(reward) == pytest.approx(gain, abs=1e-6)
+        # the state caches the knowledge accuracy, so that the next step computes it once
+        assert float(after.knowledge[0]) == pytest.approx(float(knowledge_accuracy(after, jnp.int32(0))), abs=1e-6)
         # the reward pays whole questions: a multiple of 1 / num_questions
         assert float(reward) * num_q == pytest.approx(round(float(reward) * num_q), abs=1e-4)
-        if float(reward) > 0.0:
+        if float(reward) > 0.0 and t:  # (the first step's reward may be the spawn view's)
             revealing.append(int(after.tracks.seen[0].sum()) > int(state.tracks.seen[0].sum()))
         _, _, zero, *_ = step(jax.random.key(t), state, jnp.int32(action), base)
         assert float(zero) == 0.0
         state = after
     assert revealing and all(revealing), "some step sees new objects and pays for the questions they answer"
+
+
+def test_cached_knowledge_reward_matches_recomputing_it_through_all_phases(env_params):
+    """Phase I, the answers, phase III (its first step after re-entering) and IV: each exploration step pays the
+    change of the knowledge accuracy of its phase's tracks, computed afresh on both sides (0 before the episode's
+    first step)."""
+    env, params = env_params
+    params = params.replace(novelty_reward=0.0, answer_reward=0.0)
+    _, state = env.reset_env(jax.random.key(5), params)
+    step, known = jax.jit(env.step_env), jax.jit(knowledge_accuracy)
+    rng = np.random.default_rng(0)
+    phases = set()
+    for t in range(200):
+        phase = int(state.phase)
+        phases.add(phase)
+        exploring = phase in (S.EXPLORE, S.REENTER)
+        action = int(rng.choice([S.FORWARD, S.LEFT, S.PICKUP, S.TOGGLE, S.DROP])) if exploring else S.ANSWER
+        _, after, reward, terminated, *_ = step(jax.random.key(t), state, jnp.int32(action), params)
+        track = jnp.int32(phase == S.REENTER)
+        before = known(state, track) if t else 0.0  # nothing is known before the episode
+        expected = float(known(after, track) - before) if exploring else 0.0
+        assert float(reward) == pytest.approx(expected, abs=1e-6), (t, phase)
+        state = after
+        if bool(terminated):
+            break
+    assert phases == {S.EXPLORE, S.ANSWER_FIRST, S.REENTER, S.ANSWER_AGAIN}
 
 
 def test_knowledge_reward_hand_computed(env_params):
@@ -141,7 +171,7 @@ def test_knowledge_reward_hand_computed(env_params):
     answers[0] = K.NO
     house = house.replace(questions=jnp.asarray(question), answers=jnp.asarray(answers), num_questions=jnp.int32(1))
     tracks = state.tracks.replace(seen=jnp.zeros_like(state.tracks.seen))
-    state = state.replace(house=house, tracks=tracks)
+    state = state.replace(house=house, tracks=tracks, knowledge=jnp.zeros(2))  # the cache follows the surgery
     assert float(knowledge_accuracy(state, jnp.int32(0))) == 0.0
     _, after, reward, *_ = jax.jit(env.step_env)(jax.random.key(0), state, jnp.int32(S.DROP), params)
     assert bool(after.tracks.seen[0][unique[0]])

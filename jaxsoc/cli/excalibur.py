@@ -5,7 +5,12 @@ episode).
 
 ``jaxsoc excalibur eval --agent oracle random ppo=runs/excalibur_QA`` evaluates a PPO run of ``jaxsoc train ppo
 --env EXCALIBUR-QA-v0`` beside the scripted explorers; a learned agent is labelled by its run's env id unless
-written ``LABEL:ppo=RUN``.
+written ``LABEL:ppo=RUN``. ``none`` is the explorer that does not explore. With ``--answerer DIR`` (a checkpoint of
+``jaxsoc excalibur answerer``) the scripted explorers answer with the supervised answerer over their object memory
+(``learners.excalibur.answerer``) instead of the symbolic answering from what they saw, and learned agents explore
+with their policy and answer with it too.
+
+``jaxsoc excalibur answerer --batches 400 --out DIR`` trains that answerer on freshly generated houses.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import numpy as np
 
 from jaxsoc.cli.errors import clear_errors, require_positive
 
-SCRIPTED = ("oracle", "random")
+SCRIPTED = ("oracle", "random", "none")
 
 
 def parse_agents(items: list[str]) -> dict[str, tuple[str, str | None]]:
@@ -74,11 +79,14 @@ def _params(args):
     return _env(), params
 
 
-def evaluate_agents(agents: dict[str, tuple[str, str | None]], args) -> dict[str, dict[str, float]]:
+def evaluate_agents(agents: dict[str, tuple[str, str | None]], args, answerer=None) -> dict[str, dict[str, float]]:
     """Returns ``{label: play.evaluate summary}`` for each agent on the ``args`` bank and budgets. Every learned
-    agent's run is read before the first agent plays."""
+    agent's run is read before the first agent plays. With ``answerer = (model, variables)`` every agent answers with
+    it (``answerer.AnswererAgent``: the scripted explorer or the learned policy explores, the answerer answers from
+    the object memory; labels ``"<label> + answerer"``)."""
     from jaxsoc.envs.excalibur import agents as A
     from jaxsoc.envs.excalibur import play
+    from jaxsoc.learners.excalibur.answerer import AnswererAgent
     from jaxsoc.learners.policy import load_policy
 
     policies = {label: load_policy(run) for label, (_, run) in agents.items() if run is not None}
@@ -87,8 +95,20 @@ def evaluate_agents(agents: dict[str, tuple[str, str | None]], args) -> dict[str
     for label, (kind, run) in agents.items():
         start = time.perf_counter()
         key = jax.random.key(args.seed)
-        if run is None:
+        if run is None and answerer is not None:
+            label = f"{label} + answerer"
+            agent = AnswererAgent(explorer=A.make_agent(kind), model=answerer[0], variables=answerer[1])
+            summary = play.evaluate(env, params, agent, key, args.episodes)
+        elif run is None:
             summary = play.evaluate(env, params, A.make_agent(kind), key, args.episodes)
+        elif answerer is not None:  # the learned policy explores, the answerer answers from its memory
+            _, _, model, variables = policies[label]
+            label = f"{label} + answerer"
+            policy = play.PolicyAgent(
+                model=model, variables=variables, view_size=params.view_size, greedy=not args.sample
+            )
+            agent = AnswererAgent(explorer=policy, model=answerer[0], variables=answerer[1])
+            summary = play.evaluate(env, params, agent, key, args.episodes)
         else:
             _, _, model, variables = policies[label]
             summary = play.evaluate_policy(env, params, model, variables, key, args.episodes, greedy=not args.sample)
@@ -134,7 +154,12 @@ def cmd_eval(args) -> int:
 
     require_positive(args, "episodes", "explore_budget", "reenter_budget")
     agents = parse_agents(args.agent)
-    results = evaluate_agents(agents, args)
+    answerer = None
+    if args.answerer is not None:
+        from jaxsoc.learners.excalibur import answerer as ANS
+
+        answerer = ANS.load(args.answerer)[:2]
+    results = evaluate_agents(agents, args, answerer)
     k = fit_exqa_constant(args)
     for summary in results.values():
         steps = summary["explore_steps"] + summary["reenter_steps"]
@@ -144,18 +169,63 @@ def cmd_eval(args) -> int:
         f"EXCALIBUR, {args.episodes} episodes of the {args.split} bank, budgets {args.explore_budget} (I) and "
         f"{args.reenter_budget} (III) steps; ExQA = accuracy IV - steps / k with k = {k:.4g} fitted on the oracle "
         f"explorer stopped early and late (Eq. 5, jaxsoc.cli.excalibur.REFERENCE_FRACTIONS):\n\n{table}\n\n"
-        + "\n".join(f"- {label}: ExQA {s['exqa_again']:.3f}" for label, s in results.items())
+        + "\n".join(_summary_line(label, s) for label, s in results.items())
     )
     print(text)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        settings = {k_: getattr(args, k_) for k_ in ("split", "bank_seed", "episodes", "seed", "sample")}
+        settings = {k_: getattr(args, k_) for k_ in ("split", "bank_seed", "episodes", "seed", "sample", "answerer")}
         settings.update(explore_budget=args.explore_budget, reenter_budget=args.reenter_budget, k=k)
         blob = {"settings": settings, "agents": {lab: list(spec) for lab, spec in agents.items()}, "results": results}
         (out / "excalibur_eval.json").write_text(json.dumps(blob, indent=1))
         (out / "excalibur_eval.md").write_text(text + "\n")
         print(f"wrote {out / 'excalibur_eval.md'}")
+    return 0
+
+
+def _summary_line(label: str, s: dict[str, float]) -> str:
+    """Returns one agent's accuracies (percent, with standard errors over episodes) and ExQA as a list item."""
+
+    def pct(key: str) -> str:
+        return f"{100 * s[key]:.1f} ± {100 * s.get(key + '_se', 0.0):.1f}"
+
+    return (
+        f"- {label}: accuracy II {pct('accuracy_first')}, IV {pct('accuracy_again')}; knowledge accuracy II "
+        f"{pct('knowledge_first')}, IV {pct('knowledge_again')}; ExQA {s['exqa_again']:.3f}"
+    )
+
+
+def cmd_answerer(args) -> int:
+    from jaxsoc.envs.excalibur import bank
+    from jaxsoc.learners.excalibur import answerer as ANS
+    from jaxsoc.learners.networks.excalibur import ANSWERER_PRESETS
+
+    require_positive(args, "batches", "houses", "lr", "refresh", "eval_every")
+    if args.preset not in ANSWERER_PRESETS:
+        raise ValueError(f"unknown --preset {args.preset!r}; choose from {sorted(ANSWERER_PRESETS)}")
+    out = Path(args.out)
+    if (out / "answerer.json").exists() and not args.overwrite:
+        raise ValueError(f"{out} already holds an answerer (pass --overwrite to replace it)")
+    config = ANS.TrainConfig(
+        houses=args.houses,
+        batches=args.batches,
+        lr=args.lr,
+        refresh=args.refresh,
+        preset=args.preset,
+        seed=args.seed,
+        eval_every=args.eval_every,
+    )
+    command = (
+        f"jaxsoc excalibur answerer --batches {args.batches} --houses {args.houses} --lr {args.lr} --refresh "
+        f"{args.refresh} --preset {args.preset} --seed {args.seed} --eval-every {args.eval_every} --out {args.out}"
+    )
+    test = bank.cached_bank("test", 0)
+    variables, info = ANS.train(config, test)
+    meta = {"command": command, "config": {k: getattr(config, k) for k in ("houses", "batches", "lr", "refresh")}}
+    meta.update(seed=args.seed, **info)
+    ANS.save(out, variables, args.preset, meta)
+    print(f"wrote {out}: {info['houses_seen']} fresh houses in {info['seconds']:.0f} s")
     return 0
 
 
@@ -216,7 +286,7 @@ def _house_arguments(parser, episodes: bool = True) -> None:
 
 
 def add_parser(sub) -> None:
-    """Adds ``jaxsoc excalibur bank|eval|render``."""
+    """Adds ``jaxsoc excalibur bank|eval|answerer|render``."""
     excalibur = sub.add_parser("excalibur", help="EXCALIBUR: explore a house, then answer questions about it")
     verbs = excalibur.add_subparsers(dest="verb", required=True)
 
@@ -228,11 +298,26 @@ def add_parser(sub) -> None:
     bank.set_defaults(func=clear_errors(cmd_bank))
 
     evaluate_ = verbs.add_parser("eval", help="behaviour (Table 7), accuracies and ExQA of explorers and agents")
-    evaluate_.add_argument("--agent", nargs="+", default=list(SCRIPTED), help="oracle, random, ppo=RUN (LABEL:ppo=RUN)")
+    evaluate_.add_argument(
+        "--agent", nargs="+", default=["oracle", "random"], help="oracle, random, none, ppo=RUN (LABEL:ppo=RUN)"
+    )
     _house_arguments(evaluate_)
     evaluate_.add_argument("--sample", action="store_true", help="learned agents sample (default: argmax)")
+    evaluate_.add_argument("--answerer", help="an answerer checkpoint: every agent answers with it")
     evaluate_.add_argument("--out", help="directory for excalibur_eval.{json,md}")
     evaluate_.set_defaults(func=clear_errors(cmd_eval))
+
+    answerer = verbs.add_parser("answerer", help="train the supervised answerer on freshly generated houses")
+    answerer.add_argument("--batches", type=int, default=400)
+    answerer.add_argument("--houses", type=int, default=64, help="fresh houses per batch")
+    answerer.add_argument("--lr", type=float, default=2e-3)
+    answerer.add_argument("--refresh", type=int, default=4, help="batches between two runs of Algorithm 2")
+    answerer.add_argument("--preset", default="small")
+    answerer.add_argument("--seed", type=int, default=0)
+    answerer.add_argument("--eval-every", type=int, default=50, help="batches between two test-bank evaluations")
+    answerer.add_argument("--out", required=True, help="directory for answerer.{msgpack,json}")
+    answerer.add_argument("--overwrite", action="store_true")
+    answerer.set_defaults(func=clear_errors(cmd_answerer))
 
     render = verbs.add_parser("render", help="a top-down GIF of a scripted explorer's phases I and III")
     render.add_argument("--agent", choices=SCRIPTED, default="oracle")

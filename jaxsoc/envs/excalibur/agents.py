@@ -40,6 +40,8 @@ unreachable objects and ``STOP``s.
 In phase III the oracle ``STOP``s at once: it already saw everything and lifted everything reachable in phase I,
 so re-entering cannot add to its knowledge (the answer phases use the union of both phases' tracks).
 
+**IdleExplorer** (``"none"``) stops at once in phases I and III: the agent that does not explore.
+
 **RandomExplorer**: in phases I and III a uniform choice among ``LEFT, RIGHT, FORWARD, PICKUP, DROP, TOGGLE``;
 with probability ``stop_prob`` per step it ``STOP``s instead (with the default 0 it explores until the phase's
 budget ends). It answers like the oracle, so the two differ only in how they explore.
@@ -325,10 +327,29 @@ class RandomExplorer:
         return action.astype(jnp.int32), memory
 
 
+@struct.dataclass
+class IdleExplorer:
+    """Does not explore: ``STOP`` at once in phases I and III, then answers like the other explorers (from nothing
+    seen: each family's ``DEFAULT_ANSWER``). With a learned answerer it measures the question-only prior. Its
+    memory is an unused ``int32`` 0."""
+
+    def init(self, key: jax.Array, state: S.State) -> jax.Array:
+        """Returns ``int32`` 0 (no memory)."""
+        return jnp.zeros((), jnp.int32)
+
+    def act(self, key: jax.Array, memory: jax.Array, state: S.State) -> tuple[jax.Array, jax.Array]:
+        """Returns ``(action int32, memory)``: ``STOP`` in phases I and III, ``answer_action`` in II and IV."""
+        return jnp.where(exploring(state), S.STOP, answer_action(state)).astype(jnp.int32), memory
+
+    def explore_act(self, key: jax.Array, memory: jax.Array, state: S.State) -> tuple[jax.Array, jax.Array]:
+        """Returns ``act`` without the answering computation (as ``OracleExplorer.explore_act``)."""
+        return jnp.where(exploring(state), S.STOP, S.ANSWER).astype(jnp.int32), memory
+
+
 def make_agent(kind: str, **kw):
-    """Returns the scripted agent ``kind`` (``"oracle"`` or ``"random"``) with settings ``kw``. Raises
-    ``ValueError`` for an unknown kind."""
-    kinds = {"oracle": OracleExplorer, "random": RandomExplorer}
+    """Returns the scripted agent ``kind`` (``"oracle"``, ``"random"`` or ``"none"``: ``IdleExplorer``) with
+    settings ``kw``. Raises ``ValueError`` for an unknown kind."""
+    kinds = {"oracle": OracleExplorer, "random": RandomExplorer, "none": IdleExplorer}
     if kind not in kinds:
         raise ValueError(f"unknown EXCALIBUR agent {kind!r}; choose from {sorted(kinds)}")
     return kinds[kind](**kw)

@@ -12,7 +12,9 @@ answer; it is never truncated (phases I and III end at their budgets).
 - ``qa_reward`` (the paper's "QA reward", a reconstruction: the main paper's definition could not be found): in
   phases I and III each step pays the increase of the fraction of the house's questions that the agent's
   knowledge answers right (``knowledge_accuracy``: answering with only the objects it has seen and the masses it
-  has lifted in the phase). It costs a relation table per step, so the static ``knowledge_reward`` switches its
+  has lifted in the phase; nothing is known before the episode, so the first step also pays for what the spawn
+  view showed). It costs a relation table per step (the previous value is cached in ``State.knowledge``; a reset
+  computes none, so an auto-reset step costs one table, not two), so the static ``knowledge_reward`` switches its
   computation on (``params_for`` sets it for the variants with a QA reward).
 - ``novelty_reward`` (the "Novelty reward"): each exploration step pays the increase of ``world.novelty`` (the mean
   of the fractions of objects seen, objects touched and free cells visited).
@@ -129,9 +131,14 @@ class ExcaliburEnv(Environment):
         reward = params.answer_reward * out["correct"].astype(jnp.float32) / num_q
         reward = reward + params.novelty_reward * out["novelty"]
         if params.knowledge_reward:
+            # one knowledge accuracy per step: the exploring phase's track (or, between phases, the track of the
+            # phase being entered); the previous one is the state's cached ``knowledge``
             exploring = (state.phase == S.EXPLORE) | (state.phase == S.REENTER)
-            gain = knowledge_accuracy(stepped, track) - knowledge_accuracy(state, track)
+            track = jnp.where(exploring, track, (stepped.phase == S.REENTER).astype(jnp.int32))
+            known = knowledge_accuracy(stepped, track)
+            gain = known - state.knowledge[track]
             reward = reward + params.qa_reward * jnp.where(exploring, gain, 0.0)
+            stepped = stepped.replace(knowledge=stepped.knowledge.at[track].set(known))
         terminated = out["done"]
         accuracy_again = W.accuracy(stepped, 1)
         info = {

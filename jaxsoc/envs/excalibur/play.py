@@ -113,16 +113,23 @@ def episode_metrics(states: S.State) -> dict[str, np.ndarray]:
     return {name: np.asarray(value) for name, value in jax.device_get(_behaviour(states)).items()}
 
 
+#: the metrics ``evaluate`` gives a standard error for
+SE_KEYS = ("accuracy_first", "accuracy_again", "knowledge_first", "knowledge_again")
+
+
 def evaluate(env, params, agent, key: jax.Array, num_episodes: int, k: float | None = None) -> dict[str, float]:
     """Returns the mean over ``num_episodes`` episodes (``rollout``) of ``metrics.behaviour``: ``accuracy_first``,
     ``accuracy_again`` (in [0, 1]) and ``{explore,reenter}_{tti,area,seen,interacted,steps}``; with ``k`` also
     ``exqa_first`` / ``exqa_again``: ``metrics.exqa`` of the phase II accuracy with phase I's steps and of the
-    phase IV accuracy with the steps of phases I and III. ``episodes`` holds ``num_episodes``."""
+    phase IV accuracy with the steps of phases I and III. ``episodes`` holds ``num_episodes``; ``{name}_se`` the
+    standard error of the mean of each of ``SE_KEYS``."""
     rows = episode_metrics(rollout(env, params, agent, key, num_episodes))
     if k is not None:
         rows["exqa_first"] = M.exqa(rows["accuracy_first"], rows["explore_steps"], k)
         rows["exqa_again"] = M.exqa(rows["accuracy_again"], rows["explore_steps"] + rows["reenter_steps"], k)
     out = M.summarise(rows)
+    for name in SE_KEYS:  # the standard error of the mean over episodes
+        out[f"{name}_se"] = float(np.std(rows[name], ddof=1) / np.sqrt(num_episodes)) if num_episodes > 1 else 0.0
     out["episodes"] = float(num_episodes)
     return out
 

@@ -113,6 +113,8 @@ class State(struct.PyTreeNode):
       index of the question being answered); ``step`` int32 (steps in the episode).
     - ``tracks``: a ``Tracks`` with a leading axis of 2 (phase I, phase III).
     - ``given`` int16[2, Q]: the answers given in phases II and IV (-1 for none yet or not an answer action).
+    - ``knowledge`` float32[2]: the knowledge accuracy of the tracks of phases I and III as last computed (``env``
+      keeps it when the QA reward is on, so that a step computes it once; 0 otherwise).
     """
 
     house: House
@@ -130,3 +132,4 @@ class State(struct.PyTreeNode):
     step: jax.Array
     tracks: Tracks
     given: jax.Array
+    knowledge: jax.Array

@@ -75,6 +75,7 @@ def _as_generated(house: S.House) -> S.State:
         step=jnp.int32(0),
         tracks=empty_tracks(height, width, num_objects),
         given=jnp.full((2, house.questions.shape[0]), -1, jnp.int16),
+        knowledge=jnp.zeros(2, jnp.float32),
     )
 
 
@@ -82,7 +83,9 @@ def reenter(state: S.State, view_size: int = 7) -> S.State:
     """Returns ``state`` at the start of phase III: the house as generated again, the agent at its spawn pose;
     tracks and answers are kept."""
     fresh = _as_generated(state.house)
-    state = fresh.replace(tracks=state.tracks, given=state.given, step=state.step, phase=jnp.int32(S.REENTER))
+    state = fresh.replace(
+        tracks=state.tracks, given=state.given, step=state.step, phase=jnp.int32(S.REENTER), knowledge=state.knowledge
+    )
     return _record_view(state, jnp.int32(1), view_size)
 
 

@@ -308,3 +308,191 @@ def check(config: ExcaliburConfig, space) -> None:
 
 
 registry.register("excalibur", registry.NetworkSpec(ExcaliburPolicy, ExcaliburConfig, PRESETS, check=check))
+
+
+# -- the supervised answerer over an object memory (issue 39) -----------------------------------------------------
+
+#: ``int32[NUM_FAMILIES + 1]``: the answer kind of each question family (``catalogue.ANSWER_KINDS`` index: 0
+#: yes/no, 1 count, 2 colour, 3 material, 4 type); row 0 (padding) reads yes/no
+FAMILY_KIND = (0, 1, 0, 2, 3, 4, 0, 0, 0, 0, 0, 0)
+_KIND_RANGES = (
+    (K.YES, K.COUNT0),
+    (K.COUNT0, K.COLOR0),
+    (K.COLOR0, K.MATERIAL0),
+    (K.MATERIAL0, K.TYPE0),
+    (K.TYPE0, K.NUM_ANSWERS),
+)
+
+
+def answer_mask(family: jax.Array) -> jax.Array:
+    """Returns ``bool[..., NUM_ANSWERS]``: the answers of the answer kind of question ``family`` (``int[...]``,
+    0..NUM_FAMILIES; ``FAMILY_KIND``)."""
+    kinds = jnp.asarray(FAMILY_KIND)[jnp.clip(family.astype(jnp.int32), 0, S.NUM_FAMILIES)]
+    answer = jnp.arange(K.NUM_ANSWERS)
+    lo = jnp.asarray([r[0] for r in _KIND_RANGES])[kinds][..., None]
+    hi = jnp.asarray([r[1] for r in _KIND_RANGES])[kinds][..., None]
+    return (answer >= lo) & (answer < hi)
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswererConfig:
+    """Hyper-parameters of ``ExcaliburAnswerer``.
+
+    Attributes:
+        embed: width of the question's word embeddings (family, relation, colour, material, type).
+        hidden: width of the answer MLP (two hidden layers).
+        match_hidden: width of the attention's scoring MLP (descriptor words against a slot).
+    """
+
+    embed: int = 16
+    hidden: int = 128
+    match_hidden: int = 16
+
+
+ANSWERER_PRESETS = {"small": AnswererConfig(), "tiny": AnswererConfig(embed=8, hidden=32, match_hidden=8)}
+
+
+def _has_bit(bits: jax.Array, value: jax.Array) -> jax.Array:
+    """Returns ``bool``: bit ``value - 1`` of ``bits`` (``value`` 1-based; 0 reads False)."""
+    return (value > 0) & ((jnp.right_shift(bits, jnp.maximum(value - 1, 0)) & 1) == 1)
+
+
+class ExcaliburAnswerer(nn.Module):
+    """Answers EXCALIBUR questions from an explicit object memory (``learners.excalibur.memory``), read by attention
+    from the question.
+
+    Inputs (``B`` houses, ``N`` memory slots, ``Q`` questions): ``memory`` a dict of ``known`` bool[B, N] (the slot
+    holds a remembered object), ``type`` / ``color`` / ``material`` int32[B, N] (-1 pads), ``color_bits`` /
+    ``material_bits`` int32[B, N] (every salient colour / material as a bit) and ``rel`` bool[B, R, N, N]
+    (``rel[r, a, b]``: "a <r> b" among the remembered objects, from their remembered cells, parents, sizes and
+    felt masses); ``questions`` int16[B, Q, QUESTION_SLOTS].
+
+    Reading: for each of the question's three descriptors a learned scorer turns, per slot, whether the slot
+    carries each of the descriptor's words (and which words the descriptor leaves out) into an attention logit
+    (``sharpness * (words satisfied - 2.5)``, the sharpness learned from 8, plus a learned correction from 0);
+    the sigmoid is the slot's membership of the descriptor's set (``a_k``), normalised it is the referent ``p_k``.
+    The relation of the question hops once from a referent (``a_2 * rel[r] p_1``: the descriptor-2 objects <r>
+    object 1; ``a_1 * rel[r] p_3`` for the chained families) and the readout collects soft counts (radial features
+    at 0..MAX_COUNT), the colour / material / type distributions of the hop's set, whether two referents share a
+    colour or material and whether anything else does. An MLP over these and the question's embedding scores the
+    ``NUM_ANSWERS`` answers, with learned per-family gates adding the log-distributions to the colour, material and
+    type answers; answers outside the family's kind (``answer_mask``) get ``MASKED_LOGIT``.
+
+    Returns ``float32[B, Q, NUM_ANSWERS]`` logits. With an empty memory it answers from the question alone (the
+    question-only prior)."""
+
+    config: AnswererConfig = AnswererConfig()
+
+    @nn.compact
+    def __call__(self, memory: dict, questions: jax.Array) -> jax.Array:
+        cfg = self.config
+        q = questions.astype(jnp.int32)  # [B, Q, S]
+        known = memory["known"].astype(jnp.float32)[:, None, :]  # [B, 1, N]
+        typ = memory["type"].astype(jnp.int32)[:, None, :]
+        cbits, mbits = memory["color_bits"][:, None, :], memory["material_bits"][:, None, :]
+        rel = memory["rel"].astype(jnp.float32)  # [B, R, N, N]
+
+        scorer = nn.Sequential(
+            [nn.Dense(cfg.match_hidden, name="match_0"), nn.relu, nn.Dense(1, kernel_init=nn.initializers.zeros)],
+            name="match",
+        )
+        sharpness = self.param("sharpness", lambda _: jnp.float32(8.0))
+
+        shape = q.shape[:2] + known.shape[-1:]  # [B, Q, N]
+
+        def attend(c, m, s, role):
+            c, m, s = c[..., None], m[..., None], s[..., None]  # [B, Q, 1]
+            bits = jnp.stack(
+                [
+                    _has_bit(cbits, c),
+                    _has_bit(mbits, m),
+                    (s > 0) & (typ == s - 1),
+                    jnp.broadcast_to(c == 0, shape),
+                    jnp.broadcast_to(m == 0, shape),
+                    jnp.broadcast_to(s == 0, shape),
+                ],
+                -1,
+            ).astype(jnp.float32)  # [B, Q, N, 6]
+            role_code = jnp.broadcast_to(jax.nn.one_hot(role, 3), bits.shape[:-1] + (3,))
+            # the words the slot satisfies (carried, or left out by the descriptor): 3 for a match
+            satisfied = jnp.maximum(bits[..., 0:3], bits[..., 3:6]).sum(-1)
+            logit = sharpness * (satisfied - 2.5) + scorer(jnp.concatenate([bits, role_code], -1))[..., 0]
+            a = jax.nn.sigmoid(logit) * known
+            return a, a / (a.sum(-1, keepdims=True) + 1e-6)
+
+        a1, p1 = attend(q[..., S.C1], q[..., S.M1], q[..., S.S1], 0)
+        a2, p2 = attend(q[..., S.C2], q[..., S.M2], q[..., S.S2], 1)
+        a3, p3 = attend(q[..., S.C3], q[..., S.M3], q[..., S.S3], 2)
+
+        r = jnp.clip(q[..., S.REL] - 1, 0, K.NUM_RELATIONS - 1)
+        rel_q = jnp.take_along_axis(rel, r[:, :, None, None], axis=1)  # [B, Q, N, N]
+        hop12 = a2 * jnp.einsum("bqij,bqj->bqi", rel_q, p1)
+        hop13 = a1 * jnp.einsum("bqij,bqj->bqi", rel_q, p3)
+        n12, n13 = hop12.sum(-1), hop13.sum(-1)
+        s12, s13 = hop12 / (n12[..., None] + 1e-6), hop13 / (n13[..., None] + 1e-6)
+
+        color = jax.nn.one_hot(memory["color"], K.NUM_COLORS)  # [B, N, C] (-1 -> zeros)
+        material = jax.nn.one_hot(memory["material"], K.NUM_MATERIALS)
+        types = jax.nn.one_hot(memory["type"], K.NUM_TYPES)
+
+        def dist(weights, table):
+            return jnp.einsum("bqn,bnk->bqk", weights, table)
+
+        c1, c2, c13 = dist(p1, color), dist(p2, color), dist(s13, color)
+        m1, m2, m13 = dist(p1, material), dist(p2, material), dist(s13, material)
+        c12, m12, t12 = dist(s12, color), dist(s12, material), dist(s12, types)
+        others = known * (1.0 - p1)
+        else_color = 1.0 - jnp.exp(-jnp.einsum("bqn,bnk,bqk->bq", others, color, c1))
+        else_material = 1.0 - jnp.exp(-jnp.einsum("bqn,bnk,bqk->bq", others, material, m1))
+        counts = jnp.arange(K.MAX_COUNT + 1, dtype=jnp.float32)
+
+        def radial(x):
+            return jnp.exp(-2.0 * (x[..., None] - counts) ** 2)
+
+        scalars = jnp.stack(
+            [
+                (c1 * c2).sum(-1),
+                (m1 * m2).sum(-1),
+                (c13 * c2).sum(-1),
+                (m13 * m2).sum(-1),
+                else_color,
+                else_material,
+                jnp.broadcast_to(known.sum(-1), n12.shape) / known.shape[-1],
+            ],
+            -1,
+        )
+        features = jnp.concatenate(
+            [scalars, radial(n12), radial(a1.sum(-1))[..., :3], radial(a2.sum(-1))[..., :3],
+             radial(a3.sum(-1))[..., :3], radial(n13)[..., :3], c12, m12, t12],
+            -1,
+        )  # fmt: skip
+
+        def embed(x, n, name):
+            return nn.Embed(n, cfg.embed, name=name)(_ids(x, n))
+
+        words = [
+            embed(q[..., S.FAMILY], S.NUM_FAMILIES + 1, "family"),
+            embed(q[..., S.REL], K.NUM_RELATIONS + 1, "rel"),
+        ]
+        for k, (cc, mm, ss) in enumerate(((S.C1, S.M1, S.S1), (S.C2, S.M2, S.S2), (S.C3, S.M3, S.S3))):
+            words += [
+                embed(q[..., cc], K.NUM_COLORS + 1, f"color{k}"),
+                embed(q[..., mm], K.NUM_MATERIALS + 1, f"material{k}"),
+                embed(q[..., ss], K.NUM_TYPES + 1, f"type{k}"),
+            ]
+        x = jnp.concatenate(words + [features], -1)
+        logits = MLP((cfg.hidden, cfg.hidden, K.NUM_ANSWERS), out_relu=False, name="head")(x)
+
+        family = jnp.clip(q[..., S.FAMILY], 0, S.NUM_FAMILIES)
+        gates = nn.Embed(S.NUM_FAMILIES + 1, 4, embedding_init=nn.initializers.ones, name="gates")(family)
+        direct = jnp.concatenate(
+            [
+                jnp.zeros(family.shape + (K.COLOR0,)),
+                gates[..., 0:1] * jnp.log(c12 + 1e-3),
+                gates[..., 1:2] * jnp.log(m12 + 1e-3),
+                gates[..., 2:3] * jnp.log(t12 + 1e-3),
+            ],
+            -1,
+        )
+        direct = direct.at[..., K.COUNT0 : K.COLOR0].add(gates[..., 3:4] * jnp.log(radial(n12) + 1e-3))
+        return jnp.where(answer_mask(family), logits + direct, MASKED_LOGIT)
