@@ -148,3 +148,13 @@ class CrashReport:
 
 def pytest_configure(config):
     config.pluginmanager.register(CrashReport(), "jaxsoc-crash-report")
+
+
+@pytest.hookimpl(tryfirst=True)  # before the `-m 'not slow'` of pyproject's addopts deselects
+def pytest_collection_modifyitems(config, items):
+    """Marks ``slow`` the tests ``tiers.LEFT_OUT_OF_CI`` names (so that ``.ci/run`` stays within 20 minutes)."""
+    from tiers import LEFT_OUT_OF_CI
+
+    for item in items:
+        if item.nodeid in LEFT_OUT_OF_CI:
+            item.add_marker(pytest.mark.slow)

@@ -18,3 +18,46 @@ def ci_subset(values: Iterable, keep: Iterable) -> list:
     if missing:
         raise ValueError(f"ci_subset: {sorted(map(str, missing))} are not among the cases")
     return [v if v in keep else pytest.param(v, marks=pytest.mark.slow) for v in values]
+
+
+#: tests left out of the CI tier (marked ``slow`` by tests/conftest.py), each with what still covers its ground in CI
+LEFT_OUT_OF_CI = {
+    "tests/test_gpu_suite.py::test_every_part_writes_complete_stamped_rows": (
+        "every GPU-suite part on toy sizes in a subprocess (minutes); the parts' row checks run in CI"
+    ),
+    "tests/test_bib_learners.py::test_resumed_run_equals_uninterrupted": "resume: PPO, HRL and Watch runs in CI",
+    "tests/test_bib_learners.py::test_bc_overfits_a_handful_of_episodes[rnn]": "the [mlp] case runs in CI",
+    "tests/test_bib_learners.py::test_files_written_by_bib_data_load_as_the_generated_set": (
+        "file round trips: tests/test_bib_json.py"
+    ),
+    "tests/test_bib_learners.py::test_observer_run_uses_the_atc_encoder_and_evaluates": (
+        "the ATC, BC and fine-tuning steps run in CI one by one"
+    ),
+    "tests/test_bib_cli.py::test_render_write_read_and_score_files": "bib eval's table and record run in CI",
+    "tests/test_bib_observers.py::test_inverse_planner_passes_every_evaluation": (
+        "thousands of pairs; the VOE scoring runs in CI (tests/test_bib_voe.py)"
+    ),
+    "tests/test_chaic_ppo.py::test_eval_command_with_a_ppo_run_and_append": (
+        "chaic eval on the command line: tests/test_chaic_cli.py"
+    ),
+    "tests/test_chaic_ppo.py::test_resume_equals_the_uninterrupted_run": "resume: PPO, HRL and Watch runs in CI",
+    "tests/test_chaic_ppo.py::test_the_ray_image_option_runs_on_an_env_with_rays": "a third network configuration",
+    "tests/test_ppo.py::test_train_then_eval_on_the_command_line": (
+        "a third PPO compilation; train on the command line: tests/test_bc.py, evaluation: tests/test_cli.py"
+    ),
+    "tests/test_babyai_bot.py::test_bot_solves_generated_levels[BossLevel-shape1]": "the PutNextLocal case",
+    "tests/test_babyai_bonus_goto.py::test_red_blue_ball_generation_matches_minigrid": "bonus one-room levels",
+    "tests/test_babyai_bonus_goto.py::test_key_corridor_generation_matches_minigrid": (
+        "test_key_corridor_matches_minigrid"
+    ),
+    "tests/test_household_throughput.py::test_measure_returns_positive_rates_and_complete_rows": (
+        "the same harness for BIB (tests/test_bib_throughput.py)"
+    ),
+    "tests/test_household_hybrid.py::test_training_run_two_stages_and_resume": "the A2C update and play run in CI",
+    "tests/test_household_hrl.py::test_resume_ends_where_an_uninterrupted_run_ends": (
+        "resume: PPO and Watch runs in CI; the HRL update runs in CI"
+    ),
+    "tests/test_no_dynamic_loops.py::test_the_ppo_update_has_no_dynamic_loop[BabyAI-BossLevel-v0]": (
+        "the GoToRedBallGrey case (the same update program)"
+    ),
+}
