@@ -21,6 +21,13 @@ Generated data. ``JAXSOC_CACHE`` (the EXCALIBUR and WFC banks, ``jaxsoc.cache``)
 the session unless the environment sets it; every xdist worker and subprocess inherits it, so the tests build the
 banks they use from the code under test. The session that made the folder removes it at its end.
 
+Compiled programs. Every executable XLA:CPU compiles holds about nine memory mappings (its code and data) for as long
+as jax's caches keep it, and a process may hold at most ``vm.max_map_count`` mappings (65,530 by default): an xdist
+worker that has compiled some 7,000 programs can no longer map a new one, and XLA segfaults inside the compilation
+(four CI runs on 2026-11-27/28 crashed so, each at 75-90% of the suite, in whatever test was compiling; each crashed
+test passed in a fresh process). After each test module, when the process holds more than a quarter of the limit,
+jax's caches are cleared (``jax.clear_caches``), which unmaps the executables no test still holds.
+
 Crashed workers. Under pytest-xdist a worker that dies (a segfault, an abort) fails the test it was running, and
 the controller prints ``CRASHED: <node id>`` for each in its summary; a worker that dies outside any test (after its
 last one, which xdist alone lets pass) is a failure too. When crashes ended the session before every collected test
@@ -30,6 +37,7 @@ replaces a crashed worker), each test that never ran is reported as a failure, `
 more in fresh processes without a compilation cache.
 """
 
+import gc
 import os
 import shutil
 import tempfile
@@ -70,6 +78,33 @@ _OWN_BANK_CACHE = None
 if not os.environ.get("JAXSOC_CACHE"):  # the controller (or a run without xdist) makes it; workers inherit it
     _OWN_BANK_CACHE = tempfile.mkdtemp(prefix="jaxsoc-test-cache-")
     os.environ["JAXSOC_CACHE"] = _OWN_BANK_CACHE
+
+
+def memory_maps() -> int:
+    """Returns the number of memory mappings this process holds (0 where ``/proc`` is missing)."""
+    try:
+        with open(f"/proc/{os.getpid()}/maps") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return 0
+
+
+def max_memory_maps() -> int:
+    """Returns ``vm.max_map_count``, the most memory mappings a process may hold (Linux's default where unreadable)."""
+    try:
+        return int(Path("/proc/sys/vm/max_map_count").read_text())
+    except (OSError, ValueError):
+        return 65530
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """After a test module, clears jax's caches when the process holds over a quarter of its memory mappings (module
+    docstring: each compiled program keeps about nine)."""
+    yield
+    if memory_maps() > max_memory_maps() // 4:
+        jax.clear_caches()
+        gc.collect()
 
 
 def pytest_unconfigure(config):

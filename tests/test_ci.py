@@ -197,3 +197,21 @@ def test_the_session_compilation_cache_setting_reaches_jax_and_subprocesses():
         assert not jax.config.jax_enable_compilation_cache
     else:
         assert os.environ["JAX_COMPILATION_CACHE_DIR"] == str(folder) == jax.config.jax_compilation_cache_dir
+
+
+def test_compiled_programs_hold_memory_maps_until_the_caches_are_cleared():
+    """The mechanism of conftest's ``_release_compiled_programs``: each compiled program keeps memory mappings (a
+    process may hold at most ``vm.max_map_count``) until ``jax.clear_caches``, even while its jitted function lives."""
+    import jax.numpy as jnp
+
+    if not conftest.memory_maps():
+        return  # no /proc on this system: nothing to count (the fixture then never clears)
+    assert conftest.max_memory_maps() > 0
+    before = conftest.memory_maps()
+    kept = [jax.jit(lambda x, i=i: jnp.sin(x * i) @ x.T) for i in range(30)]
+    for f in kept:
+        f(jnp.ones((4, 4))).block_until_ready()
+    grown = conftest.memory_maps()
+    assert grown - before >= 60, (before, grown)  # about nine each
+    jax.clear_caches()
+    assert conftest.memory_maps() < grown - 60 and len(kept) == 30

@@ -1,13 +1,9 @@
-"""The GPU suite (``jaxsoc.gpu_suite``, ``benchmarks/gpu_suite.py``) at toy sizes on the CPU: every part runs
-end to end in a subprocess and writes rows, the generated markdown section is exactly ``render_markdown`` of
-the rows, a rerun skips the complete parts, text outside the markers is kept, and budgets cut parts that
-later runs resume.
-
-The toy run compiles about a dozen programs (levels, bot, BC, the families' worlds): compilation is nearly all of
-its time. The learners' parts (``LEARNER_PARTS``: PPO, the paper's recipe, the BIB and household learners), whose
-toy runs compile whole trainers (about 3 minutes together on a 2-core CPU; each trainer is also compiled by its own
-module's tests), run in the ``slow`` test only. The subprocess inherits the session's jax settings
-(``conftest.py``: cheaper CPU compilation and the persistent compilation cache), so a warm cache makes it fast."""
+"""The GPU suite (``jaxsoc.gpu_suite``, ``benchmarks/gpu_suite.py``) at toy sizes on the CPU: the generated markdown
+section is exactly ``render_markdown`` of the rows, a rerun skips the complete parts, text outside the markers is
+kept, and budgets cut parts that later runs resume (on the two quickest parts, ``SMALL``); every part runs end to end
+in a subprocess and writes rows (the ``slow`` tests: the non-learner parts compile about a dozen programs, minutes on
+a 2-core CPU; the learners' parts, ``LEARNER_PARTS``, compile whole trainers). The subprocesses inherit the session's
+jax settings (``conftest.py``)."""
 
 from __future__ import annotations
 
@@ -53,12 +49,29 @@ def toy_run(tmp_path_factory):
     return out, md, args, seconds
 
 
+#: the parts of the run the markdown and rerun tests read: the two quickest to compile (8 s on a 2-core CPU; every part
+#: takes minutes, so ``toy_run`` is for the slow test only)
+SMALL = ("classic", "conv")
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """Runs the ``SMALL`` parts at toy sizes once; returns ``(out_dir, results_md, args, seconds)``."""
+    base = tmp_path_factory.mktemp("gpu_suite_small")
+    out, md = base / "results", base / "RESULTS.md"
+    md.write_text(PREFIX)
+    args = ("--toy", "--out-dir", str(out), "--results-md", str(md), "--workers", "2", "--parts", *SMALL)
+    proc, seconds = _suite(*args)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out, md, args, seconds
+
+
 @pytest.fixture
-def suite_copy(toy_run, tmp_path):
-    """Returns ``toy_run``'s ``(out_dir, results_md, args, seconds)`` with the rows and the markdown copied into this
+def suite_copy(small_run, tmp_path):
+    """Returns ``small_run``'s ``(out_dir, results_md, args, seconds)`` with the rows and the markdown copied into this
     test's ``tmp_path`` and ``args`` pointing at the copies: a test may rerun the suite or edit the markdown
     without another test seeing it, so each passes alone and in any order."""
-    out, md, args, seconds = toy_run
+    out, md, args, seconds = small_run
     own_out, own_md = tmp_path / "results", tmp_path / "RESULTS.md"
     shutil.copytree(out, own_out)
     shutil.copyfile(md, own_md)
@@ -82,8 +95,11 @@ def _check_stamped_rows(out, names) -> dict:
 
 
 def test_every_part_writes_complete_stamped_rows(toy_run):
-    out, _, _, _ = toy_run
+    out, md, _, _ = toy_run
     rows = _check_stamped_rows(out, NAMES)
+    section = core.read_section(md.read_text())
+    assert "| GoToRedBallGrey | 1x1 | 16 | 8 | 1 |" in section  # the BabyAI table, with the level's target
+    assert "1e+08" in section and "1e+06" not in section  # BossLevel's bot target only where BossLevel is
     assert {r["see_through_walls"] for r in rows["classic"]} == {True, False}
     assert rows["babyai"][0]["rooms"] == "1x1" and rows["babyai"][0]["resets"] == "pooled"
     assert rows["bot_success"][0]["episodes"] == 8 and rows["bot_success"][0]["success"] == 1.0
@@ -133,22 +149,22 @@ def test_markdown_section_is_rendered_from_the_rows(suite_copy):
     text = md.read_text()
     assert text.startswith(PREFIX) and text.rstrip().endswith(core.MARK_END)
     rows, complete = core.load_rows(out, gpu_suite.PARTS)
-    assert set(rows) == set(NAMES) and all(complete.values())
+    assert set(rows) == set(SMALL) and all(complete.values())
     section = core.read_section(text)
     assert section == gpu_suite.render_markdown(rows, complete)
     for part in gpu_suite.PARTS:
-        assert (f"### {part.title} (toy sizes" in section) == (part.name in NAMES)
-    assert "| GoToRedBallGrey | 1x1 | 16 | 8 | 1 |" in section  # the BabyAI table, with the level's target
-    assert "1e+08" in section and "1e+06" not in section  # BossLevel's bot target only where BossLevel is
+        assert (f"### {part.title} (toy sizes" in section) == (part.name in SMALL)
+    assert "| MiniGrid-Empty-5x5-v0 | 16 | yes | every step |" in section  # the classic table, both view modes
+    assert "| MiniGrid-Empty-5x5-v0 | 16 | no (minigrid occlusion) |" in section and "| 7×7 | 4 | 8 |" in section
 
 
 def test_rerun_skips_complete_parts(suite_copy):
     out, md, args, first = suite_copy
-    before = {p: core.row_path(out, p).read_text() for p in NAMES}
+    before = {p: core.row_path(out, p).read_text() for p in SMALL}
     proc, seconds = _suite(*args)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    assert proc.stderr.count("skipped") == len(NAMES)
-    assert {p: core.row_path(out, p).read_text() for p in NAMES} == before  # nothing measured again
+    assert proc.stderr.count("skipped") == len(SMALL)
+    assert {p: core.row_path(out, p).read_text() for p in SMALL} == before  # nothing measured again
     assert seconds < first
     assert "all parts complete" in proc.stdout
 
