@@ -4,7 +4,7 @@ Compilation. The CPU suite is dominated by XLA compile time (level generators, t
 the compiled code: ``jax_disable_most_optimizations`` roughly thirds the compile time of a BabyAI level. It is set
 through the environment (``JAX_DISABLE_MOST_OPTIMIZATIONS``, default ``1``) so that subprocesses get it too, and
 an environment that sets it wins: ``.ci/run`` runs the ``bitexact`` tests (claims that two ways of computing give
-the same bits: jit and eager, compiled and op by op, resumed and uninterrupted) once more with
+the same bits: jit and eager, compiled and op by op, resumed and uninterrupted) apart, only with
 ``JAX_DISABLE_MOST_OPTIMIZATIONS=0``, the optimisation level users run.
 
 Persistent compilation cache: ``JAXSOC_TEST_XLA_CACHE`` is ``off`` (the default) or a folder. Off, the tests and
