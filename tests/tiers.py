@@ -34,9 +34,6 @@ LEFT_OUT_OF_CI = {
         "the ATC, BC and fine-tuning steps run in CI one by one"
     ),
     "tests/test_bib_cli.py::test_render_write_read_and_score_files": "bib eval's table and record run in CI",
-    "tests/test_bib_observers.py::test_inverse_planner_passes_every_evaluation": (
-        "thousands of pairs; the VOE scoring runs in CI (tests/test_bib_voe.py)"
-    ),
     "tests/test_chaic_ppo.py::test_eval_command_with_a_ppo_run_and_append": (
         "chaic eval on the command line: tests/test_chaic_cli.py"
     ),
