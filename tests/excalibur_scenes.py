@@ -20,8 +20,20 @@ import numpy as np
 import pytest
 
 from jaxsoc.envs.excalibur import catalogue as K
+from jaxsoc.envs.excalibur import houses as H
 from jaxsoc.envs.excalibur import state as S
 
+#: small generated houses (two rooms, few items): the tests' configuration for generated houses and banks
+SMALL_HOUSES = H.HouseConfig(
+    num_rows=1,
+    num_cols=2,
+    room_size=7,
+    max_objects=24,
+    max_questions=8,
+    furniture_per_room=(2, 3),
+    items_per_receptacle=(0, 2),
+    floor_items_per_room=(0, 1),
+)
 LINKS = {"floor": S.FLOOR, "on": S.ON, "in": S.IN}
 ROOM_SLOTS = 4
 

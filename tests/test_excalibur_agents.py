@@ -22,19 +22,10 @@ from jaxsoc.envs.excalibur import questions as Q
 from jaxsoc.envs.excalibur import state as S
 from jaxsoc.envs.excalibur import world as W
 from jaxsoc.envs.excalibur.env import ExcaliburEnv, ExcaliburParams
-from tests.excalibur_scenes import house_from_objects
+from tests.excalibur_scenes import SMALL_HOUSES, house_from_objects
 
 # small generated houses; the hand-built house has the same shapes, so one compiled rollout serves both
-CONFIG = H.HouseConfig(
-    num_rows=1,
-    num_cols=2,
-    room_size=7,
-    max_objects=24,
-    max_questions=8,
-    furniture_per_room=(2, 3),
-    items_per_receptacle=(0, 2),
-    floor_items_per_room=(0, 1),
-)
+CONFIG = SMALL_HOUSES
 EPISODES = 4
 ORACLE_BUDGETS = dict(explore_budget=300, reenter_budget=20)
 FRIDGE, APPLE, TABLE, BOOK, PLATE, EGG, BALL, DRESSER, WATCH, LAMP, SINK, CUP = range(12)

@@ -23,18 +23,10 @@ from jaxsoc.envs.excalibur.env import ExcaliburEnv, ExcaliburParams
 from jaxsoc.learners.excalibur import answerer as ANS
 from jaxsoc.learners.excalibur import memory as MEM
 from jaxsoc.learners.networks import excalibur as NET
+from tests.excalibur_scenes import SMALL_HOUSES
 from tests.test_bad_input import _files, refused
 
-CONFIG = H.HouseConfig(
-    num_rows=1,
-    num_cols=2,
-    room_size=7,
-    max_objects=24,
-    max_questions=8,
-    furniture_per_room=(2, 3),
-    items_per_receptacle=(0, 2),
-    floor_items_per_room=(0, 1),
-)
+CONFIG = SMALL_HOUSES
 
 
 @pytest.fixture(scope="module")

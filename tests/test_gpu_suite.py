@@ -37,16 +37,21 @@ def _suite(*args: str, timeout: float = 1200) -> tuple[subprocess.CompletedProce
     return proc, time.perf_counter() - start
 
 
-@pytest.fixture(scope="module")
-def toy_run(tmp_path_factory):
-    """Runs every part at toy sizes once; returns ``(out_dir, results_md, args, seconds)``."""
+def _toy_run(tmp_path_factory, parts: tuple[str, ...]):
+    """Runs ``parts`` at toy sizes; returns ``(out_dir, results_md, args, seconds)``."""
     base = tmp_path_factory.mktemp("gpu_suite")
     out, md = base / "results", base / "RESULTS.md"
     md.write_text(PREFIX)
-    args = ("--toy", "--out-dir", str(out), "--results-md", str(md), "--workers", "2", "--parts", *NAMES)
+    args = ("--toy", "--out-dir", str(out), "--results-md", str(md), "--workers", "2", "--parts", *parts)
     proc, seconds = _suite(*args)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return out, md, args, seconds
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+    """Every part but the learners' at toy sizes, once (``_toy_run``)."""
+    return _toy_run(tmp_path_factory, NAMES)
 
 
 #: the parts of the run the markdown and rerun tests read: the two quickest to compile (8 s on a 2-core CPU; every part
@@ -56,14 +61,8 @@ SMALL = ("classic", "conv")
 
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory):
-    """Runs the ``SMALL`` parts at toy sizes once; returns ``(out_dir, results_md, args, seconds)``."""
-    base = tmp_path_factory.mktemp("gpu_suite_small")
-    out, md = base / "results", base / "RESULTS.md"
-    md.write_text(PREFIX)
-    args = ("--toy", "--out-dir", str(out), "--results-md", str(md), "--workers", "2", "--parts", *SMALL)
-    proc, seconds = _suite(*args)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return out, md, args, seconds
+    """The ``SMALL`` parts at toy sizes, once (``_toy_run``)."""
+    return _toy_run(tmp_path_factory, SMALL)
 
 
 @pytest.fixture
