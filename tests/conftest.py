@@ -187,9 +187,13 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before the `-m 'not slow'` of pyproject's addopts deselects
 def pytest_collection_modifyitems(config, items):
-    """Marks ``slow`` the tests ``tiers.LEFT_OUT_OF_CI`` names (so that ``.ci/run`` stays within 20 minutes)."""
-    from tiers import LEFT_OUT_OF_CI
+    """Marks ``slow`` the tests ``tiers.LEFT_OUT_OF_CI`` names (so that ``.ci/run`` stays within 20 minutes), then
+    orders the modules by ``tiers.module_cost``, dearest first, keeping each module's own order: with ``--dist
+    loadscope --no-loadscope-reorder`` the workers take the dear modules first and end on cheap ones, instead of one
+    worker idling while the other builds a late module's fixtures."""
+    from tiers import LEFT_OUT_OF_CI, module_cost
 
     for item in items:
         if item.nodeid in LEFT_OUT_OF_CI:
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: -module_cost(item.nodeid))  # stable: a module's tests keep their order

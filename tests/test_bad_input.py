@@ -15,28 +15,13 @@ from jaxsoc.cli import chaic as C
 from jaxsoc.cli import household as H
 from jaxsoc.cli import main
 from jaxsoc.cli.errors import clear_errors, is_device_error
+from tests.cli_checks import files_under, refused
 
 
 @pytest.fixture(autouse=True)
 def in_tmp(tmp_path, monkeypatch):
     """Runs every test in ``tmp_path``, so that default outputs (``chaic.gif``, ...) would land there."""
     monkeypatch.chdir(tmp_path)
-
-
-def _files(root: Path) -> dict[str, bytes | None]:
-    """Returns every path under ``root`` with its bytes (None for a directory)."""
-    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else None for p in sorted(root.rglob("*"))}
-
-
-def refused(argv: list[str], root: Path, capsys, *phrases: str) -> str:
-    """Runs ``jaxsoc argv``; asserts exit code 2, every phrase in stderr and ``root`` unchanged. Returns stderr."""
-    before = _files(root)
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    for phrase in phrases:
-        assert phrase in err, err
-    assert _files(root) == before
-    return err
 
 
 # ---------------------------------------------------------------------------------------------------- --append
@@ -154,7 +139,7 @@ def test_reading_a_missing_checkpoint_creates_nothing(tmp_path):
     with pytest.raises(FileNotFoundError):
         restore_raw(tmp_path / "typo" / "checkpoints", 0)
     assert latest_step(tmp_path / "typo" / "checkpoints") is None
-    assert _files(tmp_path) == {}
+    assert files_under(tmp_path) == {}
 
 
 # ---------------------------------------------------------------------------------------------------- render and counts

@@ -23,8 +23,8 @@ from jaxsoc.envs.excalibur.env import ExcaliburEnv, ExcaliburParams
 from jaxsoc.learners.excalibur import answerer as ANS
 from jaxsoc.learners.excalibur import memory as MEM
 from jaxsoc.learners.networks import excalibur as NET
+from tests.cli_checks import files_under, refused
 from tests.excalibur_scenes import SMALL_HOUSES
-from tests.test_bad_input import _files, refused
 
 CONFIG = SMALL_HOUSES
 
@@ -170,4 +170,4 @@ def test_bad_answerer_input_is_refused_and_creates_nothing(argv, message, tmp_pa
     monkeypatch.chdir(tmp_path)
     (tmp_path / "run" / "checkpoints").mkdir(parents=True)
     refused(argv, tmp_path, capsys, f"jaxsoc excalibur {argv[1]}: ", message)
-    assert set(_files(tmp_path)) == {"run", "run/checkpoints"}
+    assert set(files_under(tmp_path)) == {"run", "run/checkpoints"}
