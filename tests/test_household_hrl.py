@@ -1,10 +1,13 @@
-"""The HRL helper's low level (``jaxsoc.learners.household.hrl``) at toy size: the joint action distribution,
-the subgoal environment's rewards on scripted states, an A2C step on a fixed batch, a run and its resume, the
-helper inside ``evaluate.play`` and the errors of bad configs."""
+"""The HRL helper's low level (``jaxsoc.learners.household.hrl``) at toy size: the joint action distribution
+and its valid-action mask, the subgoal environment's rewards on scripted states (the paper's and the
+potential-based shaping, which never pays for holding), the regression-planner expert, the imitation warm
+start's loss falling, an A2C step on a fixed batch, a run and its resume, the helper inside
+``evaluate.play`` and the errors of bad configs."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 
 import jax
@@ -70,16 +73,36 @@ def test_joint_log_probs_are_normalised_and_invisible_nodes_impossible(low):
         registry.build("household-low", hrl.PRESETS["tiny"], E.observation_space())
 
 
+def test_masked_actions_are_never_sampled(low):
+    variables, obs, (log_probs, _, _) = low
+    valid = np.asarray(obs["valid"])
+    assert valid.shape == (4, W.NUM_ACTIONS) and valid.any(1).all() and (~valid).any(1).all()
+    # the mask is world.valid_actions: e.g. no put while the hands are empty
+    verbs = valid.reshape(4, W.NUM_VERBS, W.NUM_NODES)
+    assert not verbs[:, W.V["putback_rh"] : W.V["putin_lh"] + 1].any() and verbs[:, W.V["walk"]].any()
+    assert (np.asarray(log_probs)[~valid] <= -1e8).all()
+    samples = jax.random.categorical(jax.random.key(0), log_probs, shape=(512, 4))
+    assert np.take_along_axis(valid, np.asarray(samples).T, 1).all()
+    # without the mask (the paper's variant) invalid actions on visible targets keep some probability
+    unmasked, _, _ = TINY.apply(variables, {**obs, "valid": jnp.ones_like(obs["valid"])}, TINY.initial_memory(4))
+    seen = np.tile(np.asarray(obs["visible"]), (1, W.NUM_VERBS))
+    assert (np.asarray(unmasked)[~valid & seen] > -1e8).all()
+
+
 @pytest.fixture(scope="module")
 def step(bank):
-    """``step(state, action, max_steps=250) -> (reward, terminated, truncated, info, state)``, jitted once."""
+    """``step(state, action, max_steps=250, reward="paper", gamma=0.99) -> (reward, terminated, truncated,
+    info, state)``, jitted once per reward."""
     env = hrl.SubgoalEnv()
     params = hrl.SubgoalParams(E.HouseholdParams(tasks=bank.states))
-    run = jax.jit(lambda s, a, p: env.step_env(jax.random.key(0), s, a, p))
+    runs = {
+        r: jax.jit(lambda s, a, p, r=r: env.step_env(jax.random.key(0), s, a, p.replace(reward=r))) for r in hrl.REWARDS
+    }
 
-    def call(state, action, max_steps=250):
-        _, new, reward, terminated, truncated, info = run(state, action, params.replace(max_steps=max_steps))
-        return float(reward), bool(terminated), bool(truncated), jax.device_get(info), new
+    def call(state, action, max_steps=250, reward="paper", gamma=0.99):
+        out = runs[reward](state, action, params.replace(max_steps=max_steps, gamma=gamma))
+        _, new, r, terminated, truncated, info = out
+        return float(r), bool(terminated), bool(truncated), jax.device_get(info), new
 
     return call
 
@@ -114,6 +137,74 @@ def test_subgoal_rewards_and_termination_per_phase(bank, step):
     assert np.isclose(reward, hrl.CLOSE_BONUS) and not terminated and not info["grabbed"]
 
 
+def test_shaping_pays_for_carrying_towards_the_goal_never_for_holding(bank, step):
+    world = bank.task(0)  # setup_table: glasses, forks on a kitchen table
+    pred = first_subgoal(world)
+    name, table = PR.PREDICATES[pred][2], int(world.goal_target[pred])
+    glass = next(o for o in objects_of(world, name) if int(world.nodes.parent[o]) != table)
+    shelf = int(world.nodes.parent[glass])
+    _, state = START(stand_at(world, 1, glass), pred, "put")
+    shaped = functools.partial(step, reward="shaped", gamma=1.0)  # gamma 1: standing still pays exactly 0
+    assert shaped(state, NOOP)[0] == pytest.approx(0.0, abs=1e-5)
+    reward, terminated, _, info, held = shaped(state, W.encode_action("grab", glass))
+    assert info["grabbed"] and not terminated and reward == pytest.approx(0.0, abs=1e-5)  # grabbing: nothing
+    for _ in range(3):  # holding still: nothing, step after step (the paper's bonus pays for it)
+        reward, _, _, _, held = shaped(held, NOOP)
+        assert reward == pytest.approx(0.0, abs=1e-5)
+    assert step(held, NOOP)[0] == pytest.approx(hrl.CLOSE_BONUS)
+    # carrying the glass a step towards the table pays; carrying it back costs as much
+    towards, _, _, _, moved = shaped(held, W.encode_action("walk", table))
+    gained = hrl.potential(moved.world, pred, 1) - hrl.potential(held.world, pred, 1)
+    assert towards > 0.05 and towards == pytest.approx(float(gained), abs=1e-4)
+    back = shaped(moved, W.encode_action("walk", shelf))[0]
+    assert back == pytest.approx(-towards, abs=1e-4)
+    # with the training discount, standing still pays at most (1 - gamma) of the potential's size
+    assert 0.0 <= step(held, NOOP, reward="shaped")[0] <= 0.01 * -float(hrl.potential(held.world, pred, 1)) + 1e-6
+    # phase "grab": walking from the bathroom towards the glass's furniture pays
+    _, far = START(stand_at(world, 1, first(world, "bathroom")), pred, "grab")
+    assert shaped(far, W.encode_action("walk", shelf))[0] > 0.0
+
+
+def test_the_regression_planner_finishes_every_subgoal(bank):
+    env = hrl.SubgoalEnv()
+    params = hrl.SubgoalParams(E.HouseholdParams(tasks=bank.states), max_steps=50, phase="put")
+    n = 16
+
+    @jax.jit
+    def run(key):
+        _, states = jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(key, n), params)
+
+        def body(carry, k):
+            states, ended = carry
+            action = jax.vmap(hrl.expert_action)(states)
+            _, new, _, terminated, truncated, info = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))(
+                jax.random.split(k, n), states, action, params
+            )
+            states = jax.tree_util.tree_map(
+                lambda a, b: jnp.where(ended.reshape((-1,) + (1,) * (a.ndim - 1)), b, a), new, states
+            )
+            return (states, ended | terminated | truncated), (~ended, info["action_valid"][:, 1], info["placed"])
+
+        _, (live, valid, placed) = jax.lax.scan(body, (states, jnp.zeros(n, bool)), jax.random.split(key, 50))
+        return live, valid, placed
+
+    live, valid, placed = map(np.asarray, run(jax.random.key(5)))
+    assert (placed & live).any(0).all()  # every subgoal achieved within 50 steps
+    assert valid[live].all()  # with valid actions only
+    assert 2 < live.sum(0).mean() < 50
+
+
+def test_imitation_loss_falls_on_a_tiny_config(task_file):
+    config = _config(task_file, num_envs=8, imitation_frames=12 * 8 * hrl.IMITATION_STEPS, imitation_lr=1e-2)
+    tr = hrl.trainer(config)
+    start = tr.init(jax.random.key(0)).params
+    params, rows = hrl.imitate(config, start, jax.random.key(1), tr.model)
+    losses = [r["loss"] for r in rows]
+    assert len(rows) == 12 and rows[0]["beta"] == 1.0 and rows[-1]["beta"] == 0.0
+    assert np.mean(losses[-3:]) < np.mean(losses[:3]) - 0.3, losses
+    assert not np.array_equal(params["type_head"]["kernel"], start["type_head"]["kernel"])
+
+
 def _config(tasks: str, **kw) -> hrl.HRLConfig:
     fields = dict(
         preset="tiny",
@@ -125,6 +216,7 @@ def _config(tasks: str, **kw) -> hrl.HRLConfig:
         max_steps=6,
         chunk_updates=1,
         eval_episodes=0,
+        heldout="",
     )
     return hrl.HRLConfig(**{**fields, **kw})
 
@@ -167,9 +259,10 @@ def test_a2c_step_lowers_the_loss_on_a_fixed_batch(task_file, low):
 
 
 def test_resume_ends_where_an_uninterrupted_run_ends(task_file, tmp_path):
-    config = _config(task_file)
+    config = _config(task_file, imitation_frames=4 * hrl.IMITATION_STEPS)  # one warm-start update first
     whole = hrl.train(config, tmp_path / "whole", progress=False)
     assert whole["complete"] and whole["updates"] == 4 and whole["steps_per_s"] > 0
+    assert whole["imitation"]["frames"] == 4 * hrl.IMITATION_STEPS and (tmp_path / "whole" / "imitation.png").exists()
     assert [whole["phases"][p]["updates"] for p in hrl.PHASES] == [2, 2]
     rows = (tmp_path / "whole" / "metrics.csv").read_text().splitlines()
     assert rows[0].split(",").count("phase") == 1 and len(rows) == 5
@@ -256,6 +349,10 @@ def test_bad_configs_raise_clear_errors(tmp_path):
         hrl.HRLConfig(num_envs=4, num_steps=4, put_frames=8)
     with pytest.raises(ValueError, match="unknown task split"):
         hrl.HRLConfig(split="test-3")
+    with pytest.raises(ValueError, match="unknown reward"):
+        hrl.HRLConfig(reward="dense")
+    with pytest.raises(ValueError, match="unknown subgoal reward"):
+        hrl.check_subgoal_params(hrl.SubgoalParams(E.HouseholdParams(tasks=None), reward="dense"))
     with pytest.raises(ValueError, match="must be positive"):
         hrl.HRLConfig(max_steps=0)
     with pytest.raises(ValueError, match="even"):

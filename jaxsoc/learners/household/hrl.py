@@ -2,21 +2,31 @@
 achieves one subgoal predicate, trained alone with A2C, under the Hybrid's learned high-level policy.
 
 - ``SubgoalEnv``: Bob alone (Alice idles) with one ON / INSIDE predicate of the task's goal, drawn at random
-  each episode, as his objective (the multi-task setting of Shu et al. 2017). Rewards (C.4): +0.05 on every
-  step Bob ends close to an object of the predicate's class or to its destination, +10 when he grabs an object
-  of that class not yet in place (phase ``"grab"``, which then terminates) or when the predicate gains an
-  instance over the episode's start (phase ``"put"``, which then terminates). ``truncated`` at ``max_steps``.
+  each episode, as his objective (the multi-task setting of Shu et al. 2017). Rewards: +10 when he grabs an
+  object of that class not yet in place (phase ``"grab"``, which then terminates) or when the predicate gains
+  an instance over the episode's start (phase ``"put"``, which then terminates), plus a closeness term:
+  ``reward="shaped"`` (default) potential-based shaping ``gamma * phi(s') - phi(s)`` with ``phi`` minus 0.1
+  per metre still to walk (``potential``: to the nearest loose object in phase "grab"; in phase "put" on from
+  it to the destination, or from Bob to the destination while he holds it), so holding an object earns
+  nothing by itself; ``reward="paper"`` (C.4) +0.05 on every step Bob ends close to an object of the class
+  (held ones included) or to its destination. ``truncated`` at ``max_steps``. The observation adds the
+  subgoal, its destination, ``valid`` (``world.valid_actions``, with ``mask_invalid``) and ``time_left``.
 - ``LowLevelPolicy`` (Fig. 17, registered as ``"household-low"``): the shared ``StateEncoder``'s token
   embeddings, a subgoal encoding (learned embeddings of the object and target classes, concatenated, Linear
   ``d``), attention vectors ``sigma_object, sigma_type = sigmoid(Linear(goal))``; object logits
   ``Linear(sigma_object * token)`` over the 88 node tokens (invisible ones masked) plus a learned "Null"; an
-  LSTM over ``sigma_type * pooled state`` gives the action-type logits (the 11 verbs) and the value. The world
-  action ``verb * 88 + target`` has ``log pi_type[verb] + log pi_object[target]``, with Null merged into
-  target 0 (the world reads the target of a noop as nothing), a normalised joint over the 968 ids.
-- ``train(config, out)``: A2C (``ppo.a2c_config``: RMSprop, lr 1e-3) in the paper's two phases, "grab" then
-  "put" from the grab phase's parameters, on the 1,011 training tasks; run directory with ``run.json``,
-  ``metrics.csv`` (``phase`` column), ``curves.png``, orbax checkpoints; ``resume`` ends where an uninterrupted
-  run does. ``load(run)`` gives the trained policy.
+  LSTM over ``sigma_type * pooled state``, the subgoal encoding, the destination's token and ``time_left``
+  gives the value and action-type logits, to which each target's gated token adds its own (the type given
+  the target). The world action ``verb * 88 + target`` has ``log pi_object[target] + log pi_type[verb |
+  target]``, with Null merged into target 0 (the world reads the target of a noop as nothing), renormalised
+  over the ``valid`` actions of the 968 ids (the others get probability 0).
+- ``expert_action``: the regression planner (``planner.subgoal_action``) for a subgoal episode, a free
+  teacher; ``imitate``: the DAgger warm start on it (``HRLConfig.imitation_frames``).
+- ``train(config, out)``: the warm start, then A2C (``ppo.a2c_config``: RMSprop, lr 1e-3) in the paper's two
+  phases, "grab" then "put" from the grab phase's parameters, on the 1,011 training tasks; run directory
+  with ``run.json``, ``metrics.csv`` (``phase`` column), ``curves.png``, ``imitation.csv`` / ``.json`` /
+  ``.png``, orbax checkpoints; ``resume`` ends where an uninterrupted run does. ``load(run)`` gives the
+  trained policy.
 - ``HRLHelper``: Bob for ``evaluate.play``: the high level (the Hybrid's, ``high_init`` / ``high_choose``) picks
   a predicate of the goal Bob was given, the low level picks his world action for it.
 - ``subgoal_success``: the share of episodes in which the low level alone grabs an object of its predicate's
@@ -24,10 +34,12 @@ achieves one subgoal predicate, trained alone with A2C, under the Hybrid's learn
 
 Deviations from the paper: the subgoal's destination node is part of the observation (``subgoal_target``) and
 marks its token with a learned vector, since 41% of the training tasks have two kitchen tables and class
-names alone cannot tell which one the goal means; class embeddings are learned (not word2vec); the "put"
-phase goes on training the one policy from the grab phase's parameters (the paper trains a second policy that
-calls the grab policy whenever it samples "grab"); the auxiliary closeness classifier is left out (the
-``ppo.Trainer`` has no auxiliary loss).
+names alone cannot tell which one the goal means; the action type also depends on the target's token and
+the action set is masked to valid actions (the paper's variant: ``mask_invalid=False``); class embeddings are
+learned (not word2vec); the "put" phase goes on training the one policy from the grab phase's parameters (the
+paper trains a second policy that calls the grab policy whenever it samples "grab"); the auxiliary closeness
+classifier is left out (the ``ppo.Trainer`` has no auxiliary loss). The paper's recipe is
+``reward="paper"``, ``mask_invalid=False``, ``imitation_frames=0``.
 """
 
 from __future__ import annotations
@@ -43,6 +55,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from flax import struct
 from tqdm.auto import tqdm
 
@@ -54,15 +67,18 @@ from jaxsoc.envs.household import env as E
 from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import tasks as T
 from jaxsoc.envs.household import world as W
+from jaxsoc.envs.household.agents import planner as P
 from jaxsoc.learners import ppo
 from jaxsoc.learners.checkpoint import Checkpointer, latest_step, restore_raw
 from jaxsoc.learners.household.encoder import StateEncoder
 from jaxsoc.learners.networks import registry
 from jaxsoc.learners.networks.layers import LSTMCell
-from jaxsoc.learners.run_log import MetricsLog, write_json
+from jaxsoc.learners.run_log import MetricsLog, plot_curves, write_json
 
 PHASES = ("grab", "put")
+REWARDS = ("shaped", "paper")
 CLOSE_BONUS, EVENT_REWARD = 0.05, 10.0
+SHAPING = 0.1  # reward per metre of walking distance gained towards the phase's goal (``potential``)
 NONE = PR.NUM_PREDICATES  # the high level's "no subgoal"
 #: the predicates a low-level episode can draw (ON / INSIDE)
 SUBGOAL_KINDS = np.isin(PR.PRED_KIND, (PR.ON_KIND, PR.INSIDE_KIND))
@@ -75,14 +91,19 @@ RUN_JSON, CHECKPOINTS, KIND = "run.json", "checkpoints", "hrl-low"
 
 class SubgoalParams(struct.PyTreeNode):
     """``household``: the task bank (``env.HouseholdParams``; its ``tasks`` and ``step_length`` are used, its
-    own ``max_steps``, ``teleport``, ``reward`` and ``goal_for`` are not); ``max_steps`` (250); static:
-    ``phase`` (``PHASES``: the phase of the worlds ``reset_env`` makes) and ``teleport`` (walks arrive at
-    once)."""
+    own ``max_steps``, ``teleport``, ``reward`` and ``goal_for`` are not); ``max_steps`` (250); ``gamma`` the
+    discount of the shaping term (``reward="shaped"``); static: ``phase`` (``PHASES``: the phase of the worlds
+    ``reset_env`` makes), ``teleport`` (walks arrive at once), ``reward`` (``REWARDS``: ``"shaped"``, the
+    potential-based closeness term, or ``"paper"``, the paper's +0.05 closeness bonus) and ``mask_invalid``
+    (the observation's ``valid`` holds ``world.valid_actions``; else every action is marked valid)."""
 
     household: E.HouseholdParams
     max_steps: int = 250
+    gamma: float = 0.99
     phase: str = struct.field(pytree_node=False, default="grab")
     teleport: bool = struct.field(pytree_node=False, default=False)
+    reward: str = struct.field(pytree_node=False, default="shaped")
+    mask_invalid: bool = struct.field(pytree_node=False, default=True)
 
     @property
     def step_length(self):
@@ -95,6 +116,8 @@ def check_subgoal_params(params: SubgoalParams) -> None:
     a task whose goal has no ON / INSIDE predicate with a target."""
     if params.phase not in PHASES:
         raise ValueError(f"unknown subgoal phase {params.phase!r}; choose from {list(PHASES)}")
+    if params.reward not in REWARDS:
+        raise ValueError(f"unknown subgoal reward {params.reward!r}; choose from {list(REWARDS)}")
     if int(params.max_steps) < 1:
         raise ValueError(f"max_steps must be positive, got {params.max_steps}")
     E.check_params(params.household)
@@ -106,12 +129,39 @@ def check_subgoal_params(params: SubgoalParams) -> None:
 
 
 def subgoal_params(
-    split: str = "train", seed: int = 0, phase: str = "grab", max_steps: int = 250, teleport: bool = False
+    split: str = "train", seed: int = 0, phase: str = "grab", max_steps: int = 250, teleport: bool = False, **kw
 ) -> SubgoalParams:
-    """Returns checked ``SubgoalParams`` on task set ``split`` of ``seed`` (``tasks.SPLITS``)."""
-    params = SubgoalParams(E.params_for(split, seed), max_steps=max_steps, phase=phase, teleport=teleport)
+    """Returns checked ``SubgoalParams`` on task set ``split`` of ``seed`` (``tasks.SPLITS``); ``kw``: the other
+    fields (``reward``, ``mask_invalid``, ``gamma``)."""
+    params = SubgoalParams(E.params_for(split, seed), max_steps=max_steps, phase=phase, teleport=teleport, **kw)
     check_subgoal_params(params)
     return params
+
+
+def expert_action(state: SubgoalState) -> jax.Array:
+    """Returns ``int32``: the regression planner's action (``planner.subgoal_action``) for Bob's subgoal in
+    ``state``: deliver the object of the class he holds (not yet in place), else fetch one: a visible one if
+    any, the nearest by walking distance; noop when none is left. A walk to a node Bob does not see (furniture
+    of another room) becomes a walk to that node's room, so every action names a node in Bob's observation. The
+    planner reads the true world (where an unseen object lies), so it is a privileged teacher."""
+    world, pred = state.world, state.pred
+    holder = W.holders(world)
+    loose = _loose(world, pred)
+    mine = loose & (holder == 1)
+    free = loose & (holder < 0)
+    seen = W.view(world, 1, holder).visible
+    anchor, rooms = W.anchors(world, holder), W.node_rooms(world, holder)
+    me_room, me_pos = world.chars.room[1], world.chars.pos[1]
+    dist = jax.vmap(walk_distance, (None, None, None, 0, 0))(world, me_room, me_pos, rooms, anchor)
+    pick = jnp.where(free & seen, dist, jnp.where(free, dist + 1e3, jnp.inf))
+    obj = jnp.where(mine.any(), jnp.argmax(mine), jnp.argmin(pick))
+    exists = mine.any() | free.any()
+    one = lambda x: jnp.asarray(x, jnp.int32)[None]  # noqa: E731
+    goals = P.Subgoals(pred=one(pred), obj=one(obj), dest=one(world.goal_target[pred]), valid=exists[None])
+    action = P.subgoal_action(world, 1, goals, jnp.where(exists, 0, -1), seen)
+    verb, target = W.decode_action(action)
+    elsewhere = (verb == W.V["walk"]) & ~seen[target]  # unseen furniture of another room: go to that room first
+    return jnp.where(elsewhere, W.encode_action("walk", rooms[target]), action).astype(jnp.int32)
 
 
 class SubgoalState(struct.PyTreeNode):
@@ -148,16 +198,81 @@ def _in_place(world: W.State, pred: jax.Array) -> jax.Array:
     )
 
 
-def subgoal_observation(obs: dict, pred: jax.Array, goal_target: jax.Array) -> dict[str, jax.Array]:
+def subgoal_observation(
+    obs: dict, pred: jax.Array, goal_target: jax.Array, valid: jax.Array, time_left: jax.Array
+) -> dict[str, jax.Array]:
     """Returns Bob's observation ``obs`` (``world.observe``) for subgoal ``pred``: with ``subgoal`` int32 (the
-    predicate) and ``subgoal_target`` int16 (its destination node, ``goal_target[pred]``)."""
+    predicate), ``subgoal_target`` int16 (its destination node, ``goal_target[pred]``), ``valid`` bool[968]
+    (the world actions Bob may take: ``world.valid_actions`` flattened, or all True) and ``time_left``
+    float32 (the share of the episode's steps left, in [0, 1])."""
     pred = jnp.asarray(pred, jnp.int32)
     target = goal_target[jnp.clip(pred, 0, PR.NUM_PREDICATES - 1)].astype(jnp.int16)
-    return {**obs, "subgoal": pred, "subgoal_target": target}
+    extra = {"valid": valid.reshape(W.NUM_ACTIONS), "time_left": jnp.asarray(time_left, jnp.float32)}
+    return {**obs, "subgoal": pred, "subgoal_target": target, **extra}
 
 
-def _observe(state: SubgoalState) -> dict[str, jax.Array]:
-    return subgoal_observation(W.observe(state.world, 1, False), state.pred, state.world.goal_target)
+def valid_mask(world: W.State, mask_invalid: bool) -> jax.Array:
+    """Returns ``bool[968]``: Bob's valid world actions (``world.valid_actions``), or all True without
+    ``mask_invalid``."""
+    if not mask_invalid:
+        return jnp.ones(W.NUM_ACTIONS, bool)
+    return W.valid_actions(world, 1).reshape(W.NUM_ACTIONS)
+
+
+def _observe(state: SubgoalState, params: SubgoalParams) -> dict[str, jax.Array]:
+    world = state.world
+    left = jnp.clip(1.0 - world.step / params.max_steps, 0.0, 1.0)
+    valid = valid_mask(world, params.mask_invalid)
+    return subgoal_observation(W.observe(world, 1, False), state.pred, world.goal_target, valid, left)
+
+
+# -- walking distances and the shaping potential ----------------------------------------------------------
+
+
+def walk_distance(world: W.State, room: jax.Array, pos: jax.Array, to_room: jax.Array, to_pos: jax.Array):
+    """Returns ``float32``: the metres a walk from ``pos`` in ``room`` to ``to_pos`` in ``to_room`` covers
+    (``world._walk``'s route: through the doors of the route with fewest doors, straight within a room)."""
+    door_pos = world.nodes.pos[W.DOOR0 : W.FURNITURE0]
+    total = jnp.float32(0.0)
+    for _ in range(W.NUM_ROOMS):
+        arrived = room == to_room
+        door = jnp.maximum(world.next_door[room, to_room], 0)
+        way = jnp.where(arrived, to_pos, door_pos[door])
+        total = total + jnp.linalg.norm(way - pos)
+        a, b = world.door_rooms[door, 0], world.door_rooms[door, 1]
+        room = jnp.where(arrived, room, jnp.where(a == room, b, a))
+        pos = way
+    return total
+
+
+def _loose(world: W.State, pred: jax.Array) -> jax.Array:
+    """Returns ``bool[N]``: the objects of ``pred``'s class not yet in place (Alice holds nothing here)."""
+    return (world.nodes.cls == jnp.asarray(PR.PRED_OBJECT)[pred]) & ~_in_place(world, pred)
+
+
+def potential(world: W.State, pred: jax.Array, phase: jax.Array) -> jax.Array:
+    """Returns ``float32``: the shaping potential ``-SHAPING * metres still to walk`` for subgoal ``pred``.
+
+    Phase "grab" (``phase`` 0): the walk to the nearest object of the class not yet in place and not held.
+    Phase "put": when Bob holds such an object, the walk to the destination; otherwise the shortest walk to an
+    object and on from it to the destination. A held object never adds anything by being held: holding one
+    where it lay leaves the potential unchanged (only carrying it towards the destination raises it). 0 when
+    no object is left."""
+    holder = W.holders(world)
+    anchor, rooms = W.anchors(world, holder), W.node_rooms(world, holder)
+    me_room, me_pos = world.chars.room[1], world.chars.pos[1]
+    dest = world.goal_target[pred]
+    dest_room, dest_pos = rooms[dest], anchor[dest]
+    loose = _loose(world, pred)
+    free = loose & (holder < 0)
+    held = (loose & (holder == 1)).any()
+    to_obj = jax.vmap(walk_distance, (None, None, None, 0, 0))(world, me_room, me_pos, rooms, anchor)
+    on_to_dest = jax.vmap(walk_distance, (None, 0, 0, None, None))(world, rooms, anchor, dest_room, dest_pos)
+    fetch = jnp.where(phase == PHASES.index("grab"), to_obj, to_obj + on_to_dest)
+    best = jnp.where(free, fetch, jnp.inf).min()
+    carry = walk_distance(world, me_room, me_pos, dest_room, dest_pos)
+    metres = jnp.where(held & (phase != PHASES.index("grab")), carry, best)
+    return jnp.where(jnp.isfinite(metres), -SHAPING * metres, 0.0).astype(jnp.float32)
 
 
 def observation_space() -> spaces.Dict:
@@ -165,6 +280,8 @@ def observation_space() -> spaces.Dict:
     extra = {
         "subgoal": spaces.Box(0, PR.NUM_PREDICATES - 1, (), jnp.int32),
         "subgoal_target": spaces.Box(-1, W.NUM_NODES - 1, (), jnp.int16),
+        "valid": spaces.Box(0, 1, (W.NUM_ACTIONS,), jnp.bool_),
+        "time_left": spaces.Box(0.0, 1.0, (), jnp.float32),
     }
     return spaces.Dict({**E.observation_space().spaces, **extra})
 
@@ -183,40 +300,49 @@ class SubgoalEnv(Environment):
     def default_params(self) -> SubgoalParams:
         return subgoal_params()
 
-    def start(self, world: W.State, pred: jax.Array, phase: str = "grab") -> tuple[dict, SubgoalState]:
-        """Returns ``(obs, state)`` of an episode of ``phase`` from ``world`` with subgoal ``pred``."""
+    def start(
+        self, world: W.State, pred: jax.Array, phase: str = "grab", params: SubgoalParams | None = None
+    ) -> tuple[dict, SubgoalState]:
+        """Returns ``(obs, state)`` of an episode of ``phase`` from ``world`` with subgoal ``pred`` (``params``:
+        the observation's settings, ``SubgoalParams``' defaults when None)."""
         pred = jnp.asarray(pred, jnp.int32)
         count = placed_count(world, pred)
         state = SubgoalState(world=world, pred=pred, start=count, phase=jnp.int32(PHASES.index(phase)))
-        return _observe(state), state
+        return _observe(state, SubgoalParams(None) if params is None else params), state
 
     def reset_env(self, key, params):
         k_task, k_pred = jax.random.split(key)
         world = E.draw_task(k_task, params.household)
         usable = (world.goal_count > 0) & jnp.asarray(SUBGOAL_KINDS) & (world.goal_target >= 0)
         pred = jax.random.categorical(k_pred, jnp.where(usable, 0.0, -jnp.inf))
-        return self.start(world, pred, params.phase)
+        return self.start(world, pred, params.phase, params)
 
     def _transition(self, key, state: SubgoalState, action, params: SubgoalParams):
         world, pred = state.world, state.pred
-        loose = (world.nodes.cls == jnp.asarray(PR.PRED_OBJECT)[pred]) & ~_in_place(world, pred)
+        loose = _loose(world, pred)
+        before = potential(world, pred, state.phase) if params.reward == "shaped" else jnp.float32(0.0)
         action = jnp.asarray(action, jnp.int32)
         world, info = W.transition(key, world, jnp.stack([jnp.int32(0), action]), params)
         world = world.replace(step=world.step + 1)
         verb, node = W.decode_action(action)
         grabbed = info["action_valid"][1] & (verb == W.V["grab"]) & loose[node]
         placed = placed_count(world, pred) > state.start
-        close = W.view(world, 1).close
-        near = (close & (world.nodes.cls == jnp.asarray(PR.PRED_OBJECT)[pred])).any() | close[world.goal_target[pred]]
         terminated = jnp.where(state.phase == PHASES.index("grab"), grabbed, placed)
         truncated = ~terminated & (world.step >= params.max_steps)
-        reward = (CLOSE_BONUS * near + EVENT_REWARD * terminated).astype(jnp.float32)
+        if params.reward == "shaped":  # gamma * phi(s') - phi(s), phi(terminal) = 0
+            after = jnp.where(terminated, 0.0, potential(world, pred, state.phase))
+            closeness = params.gamma * after - before
+        else:  # the paper's: close to an object of the class (held ones included) or to the destination
+            close = W.view(world, 1).close
+            near = (close & (world.nodes.cls == jnp.asarray(PR.PRED_OBJECT)[pred])).any()
+            closeness = CLOSE_BONUS * (near | close[world.goal_target[pred]])
+        reward = (closeness + EVENT_REWARD * terminated).astype(jnp.float32)
         info = dict(info, success=terminated, grabbed=grabbed, placed=placed, episode_steps=world.step)
         return state.replace(world=world), reward, terminated, truncated, info
 
     def step_env(self, key, state, action, params):
         state, reward, terminated, truncated, info = self._transition(key, state, action, params)
-        return _observe(state), state, reward, terminated, truncated, info
+        return _observe(state, params), state, reward, terminated, truncated, info
 
     def _auto_reset_step(self, key, state, action, params):
         """As ``env.HelperEnv._auto_reset_step``: the state is selected first and observed once."""
@@ -225,8 +351,8 @@ class SubgoalEnv(Environment):
         _, fresh = self.reset_env(key_reset, params)
         fresh = fresh.replace(phase=stepped.phase)
         state = jax.tree_util.tree_map(lambda a, b: jnp.where(terminated | truncated, a, b), fresh, stepped)
-        info = dict(info, final_observation=_observe(stepped), final_state=stepped)
-        return _observe(state), state, reward, terminated, truncated, info
+        info = dict(info, final_observation=_observe(stepped, params), final_state=stepped)
+        return _observe(state, params), state, reward, terminated, truncated, info
 
     def action_space(self, params=None) -> spaces.Discrete:
         return spaces.Discrete(W.NUM_ACTIONS)
@@ -270,7 +396,8 @@ PRESETS = {"paper": LowLevelConfig(), "tiny": LowLevelConfig(d=16, memory_dim=16
 
 def check_observations(config: LowLevelConfig, space: Any) -> None:
     """Raises ``ValueError`` unless ``space`` has the subgoal keys and Bob's node observation."""
-    missing = sorted({"subgoal", "subgoal_target", "class", "visible"} - set(getattr(space, "spaces", {})))
+    needed = {"subgoal", "subgoal_target", "valid", "time_left", "class", "visible"}
+    missing = sorted(needed - set(getattr(space, "spaces", {})))
     if missing:
         raise ValueError(f"the household low-level policy needs observations {missing}, which the env lacks")
 
@@ -294,6 +421,8 @@ class LowLevelPolicy(nn.Module):
         self.object_head = nn.Dense(1)
         self.lstm = LSTMCell(c.memory_dim)
         self.type_head = nn.Dense(W.NUM_VERBS)
+        self.node_type_head = nn.Dense(W.NUM_VERBS)
+        self.query = nn.Dense(c.d)
         self.critic = nn.Dense(1)
 
     def initial_memory(self, batch: int) -> dict[str, jax.Array]:
@@ -307,25 +436,38 @@ class LowLevelPolicy(nn.Module):
 
     def step(self, obs: dict, context: tuple, memory: dict, train: bool = False):
         """Returns ``(log_probs float32[B, 968], value float32[B], memory)`` for a batch of ``SubgoalEnv``
-        observations; ``log_probs[b, verb * 88 + target]`` is a normalised joint log-probability (-1e9 where
-        the target is an invisible node other than 0)."""
+        observations; ``log_probs[b, verb * 88 + target]`` is a normalised joint log-probability, ``_MASKED``
+        (probability 0) where the target is an invisible node other than 0 or the action is not ``valid``."""
         nodes, pooled, _ = self.encoder(obs, train)
-        n = W.NUM_NODES
+        n, batch = W.NUM_NODES, obs["subgoal"].shape[0]
         nodes = nodes[:, :n]
         pred = jnp.clip(obs["subgoal"].astype(jnp.int32), 0, PR.NUM_PREDICATES - 1)
         classes = jnp.stack([jnp.asarray(PR.PRED_OBJECT)[pred], jnp.asarray(PR.PRED_TARGET_CLASS)[pred]], -1)
-        goal = self.goal(self.classes(classes.astype(jnp.int32)).reshape(pred.shape[0], -1))  # [B, d]
-        is_destination = jnp.arange(n) == obs["subgoal_target"].astype(jnp.int32)[:, None]  # [B, N]
+        goal = self.goal(self.classes(classes.astype(jnp.int32)).reshape(batch, -1))  # [B, d]
+        target = obs["subgoal_target"].astype(jnp.int32)
+        is_destination = jnp.arange(n) == target[:, None]  # [B, N]
         nodes = nodes + is_destination[..., None] * self.destination
+        destination = jnp.take_along_axis(nodes, jnp.clip(target, 0, n - 1)[:, None, None], 1)[:, 0]  # [B, d]
         sigma_object, sigma_type = nn.sigmoid(self.sigma_object(goal)), nn.sigmoid(self.sigma_type(goal))
-        node_logits = self.object_head(sigma_object[:, None] * nodes)[..., 0]  # [B, N]
+        # the LSTM reads the gated state, the subgoal, its destination's token, what Bob holds and the time left
+        relation = obs["relation"].astype(jnp.int32)
+        holds = (relation == C.REL_HOLDS_RH) | (relation == C.REL_HOLDS_LH)  # [B, N]
+        held = (nodes * holds[..., None]).sum(1)  # [B, d]: the held objects' tokens, summed
+        time_left = obs["time_left"].astype(jnp.float32)[:, None]
+        lstm_in = jnp.concatenate([sigma_type * pooled, goal, destination, held, time_left], -1)
+        (h, c), _ = self.lstm((memory["h"], memory["c"]), lstm_in)
+        # object logits: the gated token's own score plus its match with a query from the LSTM's state
+        query = self.query(h)  # [B, d]
+        node_logits = self.object_head(sigma_object[:, None] * nodes)[..., 0] + jnp.einsum("bnd,bd->bn", nodes, query)
         node_logits = jnp.where(obs["visible"].astype(bool), node_logits, _MASKED)
         null_logit = self.object_head(sigma_object * self.null)  # [B, 1]
         log_object = jax.nn.log_softmax(jnp.concatenate([node_logits, null_logit], -1))
         log_target = log_object[:, :n].at[:, 0].set(jnp.logaddexp(log_object[:, 0], log_object[:, n]))
-        (h, c), _ = self.lstm((memory["h"], memory["c"]), sigma_type * pooled)
-        log_type = jax.nn.log_softmax(self.type_head(h))  # [B, 11]
-        log_probs = (log_type[:, :, None] + log_target[:, None, :]).reshape(pred.shape[0], -1)
+        # the action type given the target: the LSTM's logits plus the gated target token's own
+        per_node = self.node_type_head(sigma_object[:, None] * nodes)  # [B, N, 11]
+        log_type = jax.nn.log_softmax(self.type_head(h)[:, None, :] + per_node, -1)  # [B, N, 11]
+        joint = (log_type.transpose(0, 2, 1) + log_target[:, None, :]).reshape(batch, -1)
+        log_probs = jax.nn.log_softmax(jnp.where(obs["valid"].astype(bool), joint, _MASKED))
         return log_probs, self.critic(h)[:, 0], {"h": h, "c": c}
 
     def __call__(self, obs: dict, memory: dict, train: bool = False):
@@ -358,9 +500,21 @@ class HRLConfig:
             subgoal takes tens of steps; longer episodes mostly add close-bonus steps).
         teleport: walks arrive at once (the evaluation's default, ``HouseholdParams``, walks 1 m a step).
         lr, entropy_coef, gamma: A2C settings.
+        reward: ``"shaped"`` (potential-based shaping on walking distance, ``potential``: a held object earns
+            nothing by being held) or ``"paper"`` (+0.05 on every step close to an object of the class, held
+            ones included, or to the destination).
+        mask_invalid: the policy may only take ``world.valid_actions`` (else only invisible targets are
+            masked, as in the paper).
+        imitation_frames: frames of the warm start before A2C (0: none, the paper's recipe): behaviour cloning
+            of the regression planner (``expert_action``) on full subgoal episodes, DAgger-style (the frames'
+            actions come from the expert with probability ``beta``, falling linearly from 1 to 0 over the
+            first three quarters, else from the learner; every frame is labelled with the expert's action).
+        imitation_lr, imitation_epochs: Adam's learning rate and its steps on each batch of the warm start.
         chunk_updates: updates per compiled call (progress, metrics and checkpoints between chunks).
         checkpoint_every: updates between checkpoints (rounded up to chunks; always at a phase's end).
-        eval_episodes: episodes of ``subgoal_success`` at the end (0 skips it).
+        eval_episodes: episodes of ``subgoal_success`` at the end, in the training bank and in ``heldout``'s
+            (0 skips it), each of at most ``eval_steps`` steps.
+        heldout: the task split of the held-out apartments for the final evaluation ("": none).
     """
 
     preset: str = "paper"
@@ -377,16 +531,37 @@ class HRLConfig:
     lr: float = 1e-3
     entropy_coef: float = 0.01
     gamma: float = 0.99
+    reward: str = "shaped"
+    mask_invalid: bool = True
+    imitation_frames: int = 0
+    imitation_lr: float = 3e-3
+    imitation_epochs: int = 4
     chunk_updates: int = 10
     checkpoint_every: int = 100
     eval_episodes: int = 256
+    eval_steps: int = 50
+    heldout: str = "test-1"
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; choose from {sorted(PRESETS)}")
-        if self.split not in T.SPLITS:
-            raise ValueError(f"unknown task split {self.split!r}; choose from {sorted(T.SPLITS)}")
-        for name in ("num_envs", "num_steps", "max_steps", "chunk_updates", "checkpoint_every"):
+        for split in (self.split, self.heldout or self.split):
+            if split not in T.SPLITS:
+                raise ValueError(f"unknown task split {split!r}; choose from {sorted(T.SPLITS)}")
+        if self.reward not in REWARDS:
+            raise ValueError(f"unknown reward {self.reward!r}; choose from {list(REWARDS)}")
+        if self.imitation_frames < 0 or not self.imitation_lr > 0:
+            raise ValueError("HRLConfig needs imitation_frames >= 0 and imitation_lr > 0")
+        names = (
+            "num_envs",
+            "num_steps",
+            "max_steps",
+            "chunk_updates",
+            "checkpoint_every",
+            "eval_steps",
+            "imitation_epochs",
+        )
+        for name in names:
             if getattr(self, name) < 1:
                 raise ValueError(f"HRLConfig.{name} must be positive, got {getattr(self, name)}")
         for name in ("grab_frames", "put_frames"):
@@ -425,16 +600,117 @@ class HRLConfig:
             pool_resets=False,  # a household reset is one gather: no pools needed
         )
 
-    def params(self, phase: str) -> SubgoalParams:
-        """Returns the checked environment of ``phase`` on the run's tasks."""
-        bank = T.load(self.tasks).states if self.tasks else T.cached_split(self.split, self.task_seed).states
-        params = SubgoalParams(E.HouseholdParams(tasks=bank), self.max_steps, phase, self.teleport)
+    def params(self, phase: str, split: str | None = None) -> SubgoalParams:
+        """Returns the checked environment of ``phase`` on the run's tasks (or on task set ``split``)."""
+        if split is not None:
+            bank = T.cached_split(split, self.task_seed).states
+        else:
+            bank = T.load(self.tasks).states if self.tasks else T.cached_split(self.split, self.task_seed).states
+        params = SubgoalParams(
+            E.HouseholdParams(tasks=bank),
+            self.max_steps,
+            self.gamma,
+            phase,
+            self.teleport,
+            self.reward,
+            self.mask_invalid,
+        )
         check_subgoal_params(params)
         return params
 
 
 #: config fields that do not change what the updates compute (free to differ on resume)
-_SCHEDULE_FIELDS = ("chunk_updates", "checkpoint_every", "eval_episodes")
+_SCHEDULE_FIELDS = ("chunk_updates", "checkpoint_every", "eval_episodes", "eval_steps", "heldout")
+IMITATION_CSV, IMITATION_PNG, IMITATION_STEPS = "imitation.csv", "imitation.png", 20
+
+
+@functools.partial(jax.jit, static_argnames=("policy", "tx", "num_steps", "epochs"))
+def _imitation_update(policy, tx, params, opt_state, carry, beta, env_params, num_steps: int, epochs: int):
+    """One DAgger update: ``num_steps`` frames in every world (actions: the expert's with probability ``beta``,
+    else sampled from the policy), labelled with ``expert_action``, then ``epochs`` Adam steps on the
+    cross-entropy of the labels (BPTT over the frames). ``carry``: ``(obs, states, memory, done, key)`` of the
+    worlds. Returns ``(params, opt_state, carry, metrics)``: ``loss`` (mean cross-entropy before the first
+    step), ``accuracy`` (the policy's mode equal to the label, before it), ``episodes`` ended and their
+    ``successes``."""
+    env = SubgoalEnv()
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    obs, states, memory, done, key = carry
+    start_memory = registry.reset_memory(memory, 1.0 - done.astype(jnp.float32))
+
+    def act(c, k):
+        obs, states, memory, done = c
+        k_act, k_mix, k_step = jax.random.split(k, 3)
+        mask = 1.0 - done.astype(jnp.float32)
+        memory = registry.reset_memory(memory, mask)
+        log_probs, _, memory = policy.apply({"params": params}, obs, (), memory, method="step")
+        label = jax.vmap(expert_action)(states)
+        own = jax.random.categorical(k_act, log_probs).astype(jnp.int32)
+        action = jnp.where(jax.random.uniform(k_mix, label.shape) < beta, label, own)
+        new_obs, states, _, terminated, truncated, info = step(
+            jax.random.split(k_step, label.shape[0]), states, action, env_params
+        )
+        ended = terminated | truncated
+        return (new_obs, states, memory, ended), (obs, mask, label, ended, info["success"])
+
+    key, k_run = jax.random.split(key)
+    (obs, states, memory, done), (seq_obs, masks, labels, ended, success) = jax.lax.scan(
+        act, (obs, states, memory, done), jax.random.split(k_run, num_steps)
+    )
+    # a label counts when the policy can take it (a valid action on a visible target)
+    node = labels % W.NUM_NODES
+    seen = jnp.take_along_axis(seq_obs["visible"], node[..., None], -1)[..., 0] | (node == 0)
+    usable = (jnp.take_along_axis(seq_obs["valid"], labels[..., None], -1)[..., 0] & seen).astype(jnp.float32)
+
+    def loss_fn(p):
+        def body(m, x):
+            o, mask, label = x
+            log_probs, _, m = policy.apply({"params": p}, o, (), registry.reset_memory(m, mask), method="step")
+            picked = jnp.take_along_axis(log_probs, label[:, None], -1)[:, 0]
+            return m, (picked, jnp.argmax(log_probs, -1) == label)
+
+        _, (picked, right) = jax.lax.scan(body, start_memory, (seq_obs, masks, labels))
+        weight = usable / jnp.maximum(usable.sum(), 1.0)
+        return -(picked * weight).sum(), (right * weight).sum()
+
+    def epoch(carry, _):
+        params, opt_state = carry
+        (loss, accuracy), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), (loss, accuracy)
+
+    (params, opt_state), (loss, accuracy) = jax.lax.scan(epoch, (params, opt_state), None, length=epochs)
+    metrics = {"loss": loss[0], "accuracy": accuracy[0], "episodes": ended.sum(), "successes": (ended & success).sum()}
+    return params, opt_state, (obs, states, memory, done, key), metrics
+
+
+def imitate(
+    config: HRLConfig, params: Any, key: jax.Array, model: nn.Module, progress: bool = False
+) -> tuple[Any, list[dict]]:
+    """Returns ``(params, rows)``: ``params`` after ``config.imitation_frames`` frames of DAgger on the "put"
+    phase's worlds (``_imitation_update``; ``num_envs`` worlds, ``IMITATION_STEPS`` frames per update, ``beta``
+    falling linearly from 1 to 0 over the first three quarters of the updates), and
+    one row per update (``update``, ``frames``, ``beta``, ``loss``, ``accuracy``, ``episodes``,
+    ``success_rate`` of the episodes that ended)."""
+    env_params = config.params("put")
+    frames = config.num_envs * IMITATION_STEPS
+    updates = max(1, config.imitation_frames // frames)
+    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(config.imitation_lr))
+    opt_state = tx.init(params)
+    k_reset, key = jax.random.split(key)
+    obs, states = jax.vmap(SubgoalEnv().reset, in_axes=(0, None))(
+        jax.random.split(k_reset, config.num_envs), env_params
+    )
+    carry = (obs, states, model.initial_memory(config.num_envs), jnp.zeros(config.num_envs, bool), key)
+    rows = []
+    for u in tqdm(range(updates), unit="upd", desc="hrl imitation", disable=not progress):
+        beta = max(0.0, 1.0 - u / max(1.0, updates * 0.75))
+        params, opt_state, carry, m = _imitation_update(
+            model, tx, params, opt_state, carry, jnp.float32(beta), env_params, IMITATION_STEPS, config.imitation_epochs
+        )
+        m = {k: np.asarray(v).item() for k, v in jax.device_get(m).items()}
+        rate = m["successes"] / m["episodes"] if m["episodes"] else float("nan")
+        rows.append({"update": u + 1, "frames": (u + 1) * frames, "beta": beta, **m, "success_rate": rate})
+    return params, rows
 
 
 @functools.lru_cache(maxsize=8)
@@ -508,6 +784,14 @@ def train(
     key = jax.random.key(config.seed)
     timed = {"frames": 0, "seconds": 0.0, "all_frames": 0, "all_seconds": 1e-9, "began": began}
     bar = tqdm(total=total, initial=done or 0, unit="upd", desc="hrl low level", disable=not progress)
+    warm = None
+    if config.imitation_frames and done is None:  # the warm start (a resumed run has it in its checkpoints)
+        tick = time.perf_counter()
+        warm, rows = imitate(config, tr.init(jax.random.fold_in(key, 0)).params, jax.random.fold_in(key, 7), tr.model)
+        imitation = {"seconds": time.perf_counter() - tick, "frames": rows[-1]["frames"], "last": rows[-1]}
+        if config.eval_episodes:
+            imitation["subgoal"] = _evaluate(tr.model, {"params": warm}, config)
+        _write_imitation(out, rows, imitation)
     with bar:
         runner, offset = None, 0
         for p, phase in enumerate(PHASES):
@@ -518,6 +802,8 @@ def train(
                     runner = checkpointer.restore(fresh, done)  # resumed inside this phase (or at its end)
                 elif runner is not None:
                     runner = fresh.replace(params=runner.params)  # from the previous phase's parameters
+                elif warm is not None:
+                    runner = fresh.replace(params=warm)  # from the warm start
                 else:
                     runner = fresh
                 runner = _run_phase(tr, runner, phase, offset, updates, stop, config, checkpointer, log, bar, timed)
@@ -538,13 +824,33 @@ def train(
         "device": jax.devices()[0].device_kind,
         "checkpoint": str(out / CHECKPOINTS / str(int(done or 0))),
     }
+    if (out / IMITATION_CSV).exists():
+        summary["imitation"] = json.loads((out / "imitation.json").read_text())
     if summary["complete"] and config.eval_episodes and runner is not None:
-        variables = {"params": runner.params}
-        summary["subgoal"] = subgoal_success(
-            tr.model, variables, tr.env_params, config.eval_episodes, seed=config.seed + 1
-        )
+        summary.update(_evaluate(tr.model, {"params": runner.params}, config))
     log.finish(summary, x="frames", curves=("success_rate", "mean_return", "mean_length"))
     return summary
+
+
+def _evaluate(model: nn.Module, variables: Any, config: HRLConfig) -> dict[str, Any]:
+    """Returns ``{"subgoal": ..., "subgoal_heldout": ...}``: ``subgoal_success`` over ``eval_episodes``
+    episodes of at most ``eval_steps`` steps in the run's tasks and in ``heldout``'s (held-out apartments; left
+    out when ``heldout`` is "")."""
+    out = {}
+    for name, split in (("subgoal", None), ("subgoal_heldout", config.heldout))[: 2 if config.heldout else 1]:
+        params = config.params("put", split).replace(max_steps=config.eval_steps)
+        out[name] = subgoal_success(model, variables, params, config.eval_episodes, seed=config.seed + 1)
+    return out
+
+
+def _write_imitation(out: Path, rows: list[dict], imitation: dict[str, Any]) -> None:
+    """Writes the warm start's ``imitation.csv`` (one row per update), ``imitation.json`` and
+    ``imitation.png`` (loss, accuracy and success rate against frames)."""
+    fields = list(rows[0])
+    lines = [",".join(fields)] + [",".join(str(r[k]) for k in fields) for r in rows]
+    (out / IMITATION_CSV).write_text("\n".join(lines) + "\n")
+    write_json(out / "imitation.json", imitation)
+    plot_curves(rows, out / IMITATION_PNG, "frames", ("loss", "accuracy", "success_rate"), "HRL warm start (DAgger)")
 
 
 def _run_phase(tr, runner, phase, offset, updates, stop, config, checkpointer, log, bar, timed):
@@ -610,12 +916,13 @@ def load(run: str | Path) -> tuple[LowLevelPolicy, dict[str, Any], HRLConfig]:
 
 class HRLMemory(struct.PyTreeNode):
     """The helper's memory: ``high`` the high level's, ``low`` the low level's LSTM (``[1, memory_dim]``),
-    ``subgoal`` int32 the current predicate (-1 before the first step, ``NONE`` when idle), and the goal Bob
-    was given (``goal_count`` int8[30], ``goal_target`` int16[30])."""
+    ``subgoal`` int32 the current predicate (-1 before the first step, ``NONE`` when idle), ``since`` int32 the
+    steps spent on it, and the goal Bob was given (``goal_count`` int8[30], ``goal_target`` int16[30])."""
 
     high: Any
     low: Any
     subgoal: jax.Array
+    since: jax.Array
     goal_count: jax.Array
     goal_target: jax.Array
 
@@ -629,13 +936,17 @@ class HRLHelper:
     ``low_params`` (``{"params": ...}``, ``load``). Each step the high level picks a predicate from Bob's
     observation with the goal he was given at ``init`` (``state.goal_count`` / ``goal_target``: the lead passes
     the inferred goal there) and the low level Bob's world action for it (sampled, or its mode with
-    ``greedy``); its LSTM restarts when the subgoal changes. No subgoal: a noop."""
+    ``greedy``); its LSTM restarts when the subgoal changes. The low level's ``time_left`` counts down over
+    ``subgoal_steps`` steps from the subgoal's start (as in a training episode of that many steps); its
+    ``valid`` actions are ``world.valid_actions``'s (``mask_invalid``). No subgoal: a noop."""
 
     high: Any
     high_params: Any
     low: LowLevelPolicy
     low_params: Any
     greedy: bool = False
+    subgoal_steps: int = 100
+    mask_invalid: bool = True
 
     def init(self, key: jax.Array, state: W.State) -> HRLMemory:
         """Returns the memory at the start of an episode in ``state`` (whose goal is Bob's)."""
@@ -643,6 +954,7 @@ class HRLHelper:
             high=self.high.high_init(key, state),
             low=self.low.initial_memory(1),
             subgoal=jnp.int32(-1),
+            since=jnp.int32(0),
             goal_count=state.goal_count.astype(jnp.int8),
             goal_target=state.goal_target.astype(jnp.int16),
         )
@@ -653,15 +965,19 @@ class HRLHelper:
         obs = {**W.observe(state, 1, False), "goal": memory.goal_count, "goal_target": memory.goal_target}
         pred, high = self.high.high_choose(self.high_params, k_high, memory.high, obs)
         pred = jnp.asarray(pred, jnp.int32)
-        keep = (pred == memory.subgoal).astype(jnp.float32)[None]
-        low_obs = subgoal_observation(obs, pred, memory.goal_target)
+        same = pred == memory.subgoal
+        keep = same.astype(jnp.float32)[None]
+        since = jnp.where(same, memory.since + 1, 0)
+        left = jnp.clip(1.0 - since / self.subgoal_steps, 0.0, 1.0)
+        valid = valid_mask(state, self.mask_invalid)
+        low_obs = subgoal_observation(obs, pred, memory.goal_target, valid, left)
         batch = jax.tree_util.tree_map(lambda x: x[None], low_obs)
         log_probs, _, low = self.low.apply(
             self.low_params, batch, (), registry.reset_memory(memory.low, keep), method="step"
         )
         sampled = jax.random.categorical(k_low, log_probs[0])
         action = jnp.where(pred >= NONE, 0, jnp.argmax(log_probs[0]) if self.greedy else sampled)
-        memory = memory.replace(high=high, low=low, subgoal=pred)
+        memory = memory.replace(high=high, low=low, subgoal=pred, since=since)
         return action.astype(jnp.int32), memory
 
 
@@ -671,9 +987,17 @@ def helper_from_run(run: str | Path, hybrid_run: str | Path, greedy: bool = Fals
     from jaxsoc.learners.household import hybrid
 
     policy, high_params, _ = hybrid.load(hybrid_run)
-    low, low_params, _ = load(run)
+    low, low_params, config = load(run)
     high = hybrid.HighLevel(policy, greedy)
-    return HRLHelper(high=high, high_params=high_params, low=low, low_params=low_params, greedy=greedy)
+    return HRLHelper(
+        high=high,
+        high_params=high_params,
+        low=low,
+        low_params=low_params,
+        greedy=greedy,
+        subgoal_steps=config.max_steps,
+        mask_invalid=config.mask_invalid,
+    )
 
 
 # -- the diagnosis ---------------------------------------------------------------------------------------
