@@ -136,9 +136,10 @@ def test_the_model_overfits_four_demonstrations(demos):
     for i in range(120):
         rows = jnp.array([[0, 1], [2, 3]][i % 2], jnp.int32)
         state, _ = fns.step(state, jax.random.key(i), bank, rows, steps=STEPS)
-    losses, counts = WR.predict_all(fns, state["params"], bank, LENGTHS, STEPS, batch=2)
+    losses, logits = WR.predict_all(fns, state["params"], bank, LENGTHS, STEPS, batch=2)
     assert losses.mean() < 0.05 * first.mean()
-    np.testing.assert_array_equal(counts, demos.tasks.states.goal_count)
+    np.testing.assert_array_equal(WA.decode(logits, "argmax"), demos.tasks.states.goal_count)
+    np.testing.assert_array_equal(WA.decode(logits, "grammar"), demos.tasks.states.goal_count)
 
 
 def test_metrics_on_hand_made_multisets():
@@ -193,7 +194,8 @@ def test_resume_equals_an_uninterrupted_run(tmp_path, demos_dir, demos):
     assert goals.shape == (N, 30) and goals.dtype == np.int8 and (goals >= 0).all() and (goals <= WA.MAX_COUNT).all()
     np.testing.assert_array_equal(goals, WR.infer_goals((config, p_whole), demos, batch=2))
     scores = WR.evaluate(run, demos, batch=2)
-    assert set(scores) == {"precision", "recall", "f1", "accuracy", "episodes"} and scores["episodes"] == N
+    metrics = {"precision", "recall", "f1", "accuracy"}
+    assert set(scores) == {*metrics, *(f"grammar_{k}" for k in metrics), "episodes"} and scores["episodes"] == N
 
     # a checkpoint of another config, or other data, is refused; so is an existing run without resume
     with pytest.raises(ValueError, match="config.lr"):
@@ -237,6 +239,8 @@ def test_clear_errors(tmp_path, demos_dir):
         ({"lr": 0.0}, "lr"),
         ({"epochs": 0}, "epochs"),
         ({"dropout": 1.0}, "dropout"),
+        ({"frames": "random"}, "frames"),
+        ({"code_parity": True}, "final_observation=False"),
     ]:
         with pytest.raises(ValueError, match=match):
             WA.WatchConfig(**bad)
@@ -260,9 +264,10 @@ def test_command_line_trains_and_scores(tmp_path, demos_dir, capsys):
     args = ["household", "goals", str(run), "--demos", str(demos_dir), "--split", "train", "--out", str(tmp_path)]
     assert main(args) == 0
     rows = json.loads((tmp_path / "household_goals.json").read_text())
-    assert [r["model"] for r in rows] == ["graph", "chance"] and all(r["episodes"] == N for r in rows)
+    assert [(r["model"], r["decoding"]) for r in rows] == [("graph", "argmax"), ("graph", "grammar"), ("chance", "-")]
+    assert all(r["episodes"] == N for r in rows)
     assert all(0.0 <= r[k] <= 1.0 for r in rows for k in ("precision", "recall", "f1", "accuracy"))
-    assert "| chance | train | 4 |" in (tmp_path / "household_goals.md").read_text()
+    assert "| chance | - | train | 4 |" in (tmp_path / "household_goals.md").read_text()
     capsys.readouterr()
     assert main(["train", "watch", "--out", str(tmp_path / "x")]) == 2
     assert "needs --demos DIR" in capsys.readouterr().err

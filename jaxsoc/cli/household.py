@@ -475,7 +475,8 @@ def train_command(args, overrides: dict[str, Any]) -> dict[str, Any]:
             overrides = {**overrides, "epochs": args.epochs}
         config = config_type("watch")(**overrides)
         episodes = None if args.episodes is None else int(args.episodes)
-        return watch_run.train(config, args.out, args.demos, args.resume, not args.quiet, episodes)
+        curves = watch_curves(args.demos, getattr(args, "curves", None) or [])
+        return watch_run.train(config, args.out, args.demos, args.resume, not args.quiet, episodes, curves)
     if args.algo == "hybrid":
         from jaxsoc.learners.household import hybrid
 
@@ -483,6 +484,22 @@ def train_command(args, overrides: dict[str, Any]) -> dict[str, Any]:
     from jaxsoc.learners.household import hrl
 
     return hrl.train(config_type("hrl")(**overrides), args.out, args.resume, not args.quiet)
+
+
+def watch_curves(demos_dir: str, splits: list[str]) -> dict:
+    """Returns ``{split: Demos}``: the paired demonstrations ``demos_dir/<split>.npz`` that ``jaxsoc train watch
+    --curves`` scores after every epoch. Raises ``ValueError`` naming a missing file."""
+    from jaxsoc.envs.household.agents import demos as D
+
+    found = {}
+    for split in splits:
+        path = Path(demos_dir) / f"{split}.npz"
+        if not path.is_file():
+            raise ValueError(
+                f"--curves {split}: no {path} (`jaxsoc household demos --split {split} --out {demos_dir}`)"
+            )
+        found[split] = D.load(path)
+    return found
 
 
 def run_line(summary: dict[str, Any], out: Path) -> str:
@@ -495,7 +512,8 @@ def run_line(summary: dict[str, Any], out: Path) -> str:
 
 
 def goal_rows(runs: list[str], demos_dir: str, splits: list[str], seed: int = 0) -> list[dict[str, Any]]:
-    """Returns one row per (model, split): the watch runs' precision, recall, F1 and accuracy on the paired
+    """Returns one row per (model, decoding, split): the watch runs' precision, recall, F1 and accuracy (raw argmax
+    and grammar decoding, ``watch.decode``) on the paired
     demonstrations ``demos_dir/<split>.npz``, then chance (goals drawn from ``train.npz``'s successful
     demonstrations, ``watch.chance_counts``), each beside the paper's figures where it gives them."""
     import jax
@@ -510,28 +528,36 @@ def goal_rows(runs: list[str], demos_dir: str, splits: list[str], seed: int = 0)
         config, params = watch_run.load(run)
         for split, demos in sets.items():
             paper = PAPER_GOALS.get(config.input, {}).get(split)
-            rows.append({"model": config.input, "run": str(run), "split": split, "paper": paper})
-            rows[-1].update(watch_run.evaluate((config, params), demos))
+            scored = watch_run.evaluate((config, params), demos)
+            for decoding in WA.DECODINGS:
+                prefix = "" if decoding == "argmax" else f"{decoding}_"
+                row = {"model": config.input, "decoding": decoding, "run": str(run), "split": split, "paper": paper}
+                row.update({k: scored[prefix + k] for k in ("precision", "recall", "f1", "accuracy")})
+                rows.append({**row, "episodes": scored["episodes"]})
     train_goals = np.asarray(D.load(Path(demos_dir) / "train.npz", successful_only=True).tasks.states.goal_count)
     for split, demos in sets.items():
         chance = WA.chance_counts(jax.random.key(seed), train_goals, len(demos))
         scores = WA.scores(chance, np.asarray(demos.tasks.states.goal_count))
         paper = PAPER_GOALS["chance"].get(split)
-        rows.append({"model": "chance", "run": "-", "split": split, "paper": paper, **scores, "episodes": len(demos)})
+        rows.append(
+            {"model": "chance", "decoding": "-", "run": "-", "split": split, "paper": paper, **scores}
+            | {"episodes": len(demos)}
+        )
     return rows
 
 
 def goal_table(rows: list[dict[str, Any]]) -> str:
     """Returns the markdown table of ``goal_rows``."""
     lines = [
-        "| model | split | demonstrations | precision | recall | F1 | accuracy | paper precision / recall | run |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| model | decoding | split | demonstrations | precision | recall | F1 | accuracy | paper precision / recall "
+        "| run |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         paper = f"{r['paper'][0]:.2f} / {r['paper'][1]:.2f}" if r["paper"] else "–"
         lines.append(
-            f"| {r['model']} | {r['split']} | {r['episodes']} | {r['precision']:.3f} | {r['recall']:.3f} | "
-            f"{r['f1']:.3f} | {r['accuracy']:.3f} | {paper} | {r['run']} |"
+            f"| {r['model']} | {r.get('decoding', '-')} | {r['split']} | {r['episodes']} | {r['precision']:.3f} | "
+            f"{r['recall']:.3f} | {r['f1']:.3f} | {r['accuracy']:.3f} | {paper} | {r['run']} |"
         )
     return "\n".join(lines)
 

@@ -353,6 +353,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--frames", type=float, help="total env frames (RL)")
     train.add_argument("--num-envs", type=int, help="parallel worlds (RL)")
     train.add_argument("--demos", help="demonstration dataset directory (bc; watch: train.npz [, extra.npz])")
+    train.add_argument(
+        "--curves", nargs="+", choices=["test-1", "test-2"], help="watch: also score --demos' <split>.npz every epoch"
+    )
     train.add_argument("--seed", type=int, default=0)
     bib = train.add_argument_group("BIB learners (bib-*)")
     bib.add_argument("--data", help="a background dataset root written by jaxsoc bib data (else generated)")

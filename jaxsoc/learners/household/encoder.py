@@ -20,6 +20,18 @@ Each token's features follow the original's ``ObjNameCoordStateEncode`` (``model
 (``heads`` heads, feed-forward width ``d``, ReLU, ``dropout``; padded tokens masked as keys) and pools over the
 real tokens (a masked mean, so padding never changes the result; ``code_parity=True`` averages over all slots
 as the original code does).
+
+``relational=True`` (the goal-inference model's option; the Hybrid and HRL policies keep the default) adds what
+the plain tokens leave to be reconstructed from coordinates (``relational_features``):
+
+- ``parent_class``: int32 ids: the class of what a node is on, inside or in (``obs["parent"]``; the id
+  ``NO_PARENT_CLASS`` when it has none in view, is held, or for the characters), embedded like ``class``;
+- ``held``: float32[NUM_TOKEN_CLASSES]: on each character token, how many objects of each class it holds (the
+  observer's from its hand relations, the other character's from the held nodes the observer does not hold);
+  zeros on node tokens.
+
+(A count-preserving pool, the token sum beside the mean, was tried and dropped: on the toy set of the tests it
+slowed learning to a plateau.)
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ OBSERVER_CLASS, OTHER_CLASS = C.NUM_CLASSES, C.NUM_CLASSES + 1
 NUM_OBSERVER_RELATIONS = 5  # C.REL_NONE .. C.REL_SITTING_ON
 NUM_PARENT_RELATIONS = len(C.RELATION_NAMES)
 NUM_STATE_FEATURES = 2 + NUM_OBSERVER_RELATIONS + NUM_PARENT_RELATIONS
+NO_PARENT_CLASS = NUM_TOKEN_CLASSES  # relational tokens: no parent in view (or held, or a character)
 _SIZE = np.concatenate([C.SIZE, np.full((2, 2), 0.5, np.float32)])  # characters: a 0.5 m footprint
 
 
@@ -72,14 +85,37 @@ def tokens(obs: dict) -> dict[str, jax.Array]:
     return {"class": cls, "state": state, "coords": coords, "mask": mask}
 
 
+def relational_features(obs: dict) -> dict[str, jax.Array]:
+    """Returns the relational token features of an observation (module docstring; any leading axes ``...``):
+    ``parent_class`` int32[..., NUM_TOKENS] (``NO_PARENT_CLASS`` where none) and ``held`` float32[...,
+    NUM_TOKENS, NUM_TOKEN_CLASSES] (non-zero on the two character tokens only)."""
+    lead = obs["class"].shape[:-1]
+    visible = obs["visible"].astype(bool)
+    cls = jnp.where(visible, obs["class"].astype(jnp.int32), 0)
+    parent = obs["parent"].astype(jnp.int32)
+    parent_cls = jnp.take_along_axis(cls, jnp.maximum(parent, 0), axis=-1)
+    parent_cls = jnp.where(visible & (parent >= 0), parent_cls, NO_PARENT_CLASS)
+    parent_cls = jnp.concatenate([parent_cls, jnp.full((*lead, 2), NO_PARENT_CLASS, jnp.int32)], -1)
+    rel = obs["relation"].astype(jnp.int32)
+    mine = visible & ((rel == C.REL_HOLDS_RH) | (rel == C.REL_HOLDS_LH))
+    theirs = visible & (obs["parent_relation"].astype(jnp.int32) == C.HELD) & ~mine
+    holds = jnp.stack([mine, theirs], -2).astype(jnp.float32)  # [..., 2, N]
+    held = jnp.einsum("...cn,...nk->...ck", holds, jax.nn.one_hot(cls, NUM_TOKEN_CLASSES))
+    held = jnp.concatenate([jnp.zeros((*lead, W.NUM_NODES, NUM_TOKEN_CLASSES), jnp.float32), held], -2)
+    return {"parent_class": parent_cls, "held": held}
+
+
 def _mlp2(width: int, name: str) -> nn.Sequential:
     return nn.Sequential([nn.Dense(width, name=f"{name}_0"), nn.relu, nn.Dense(width, name=f"{name}_1")])
 
 
 class NodeEncoder(nn.Module):
-    """Returns ``float32[..., NUM_TOKENS, d]`` token embeddings from ``tokens``' features."""
+    """Returns ``float32[..., NUM_TOKENS, d]`` token embeddings from ``tokens``' features (with ``relational``,
+    also ``relational_features``': the parent's class embedded as the class is, the held classes through a
+    Linear)."""
 
     d: int = 128
+    relational: bool = False
 
     @nn.compact
     def __call__(self, feats: dict[str, jax.Array]) -> jax.Array:
@@ -87,7 +123,12 @@ class NodeEncoder(nn.Module):
         cls = nn.Dense(half, name="class_1")(nn.relu(nn.Embed(NUM_TOKEN_CLASSES, half, name="class_0")(feats["class"])))
         state = _mlp2(half, "state")(feats["state"])
         coords = _mlp2(half, "coords")(feats["coords"])
-        return nn.Dense(self.d, name="merge")(nn.relu(jnp.concatenate([cls, state, coords], -1)))
+        parts = [cls, state, coords]
+        if self.relational:
+            embed = nn.Embed(NUM_TOKEN_CLASSES + 1, half, name="parent_class_0")(feats["parent_class"])
+            parts.append(nn.Dense(half, name="parent_class_1")(nn.relu(embed)))
+            parts.append(nn.Dense(half, name="held")(feats["held"]))
+        return nn.Dense(self.d, name="merge")(nn.relu(jnp.concatenate(parts, -1)))
 
 
 class TransformerLayer(nn.Module):
@@ -126,20 +167,25 @@ def masked_mean(x: jax.Array, mask: jax.Array, axis: int) -> jax.Array:
 class StateEncoder(nn.Module):
     """Encodes observations (``world.observe`` dicts with leading axes ``...``) to
     ``(nodes float32[..., NUM_TOKENS, d], pooled float32[..., d], mask bool[..., NUM_TOKENS])``: token
-    embeddings after the Transformer, their pooled mean over real tokens, and the token mask."""
+    embeddings after the Transformer, their pooled mean over real tokens, and the token mask (``relational``:
+    the tokens also read ``relational_features``)."""
 
     d: int = 128
     heads: int = 2
     dropout: float = 0.0
     code_parity: bool = False
+    relational: bool = False
 
     @nn.compact
     def __call__(self, obs: dict, train: bool = False) -> tuple[jax.Array, jax.Array, jax.Array]:
         feats = tokens(obs)
+        if self.relational:
+            feats.update(relational_features(obs))
         lead = feats["mask"].shape[:-1]
         flat = jax.tree_util.tree_map(lambda a: a.reshape(-1, *a.shape[len(lead) :]), feats)
-        x = NodeEncoder(self.d, name="nodes")(flat)
+        x = NodeEncoder(self.d, self.relational, name="nodes")(flat)
         x = TransformerLayer(self.d, self.heads, self.d, self.dropout, name="transformer")(x, flat["mask"], train)
         pool_mask = jnp.ones_like(flat["mask"]) if self.code_parity else flat["mask"]
         pooled = masked_mean(x, pool_mask, axis=1)
+
         return x.reshape(*lead, *x.shape[1:]), pooled.reshape(*lead, self.d), feats["mask"]

@@ -42,6 +42,10 @@ from jaxsoc.learners.household.encoder import StateEncoder, masked_mean
 MAX_COUNT = int(PR.count_ranges()[1].max())
 NUM_COUNTS = MAX_COUNT + 1
 INPUTS = ("graph", "last", "actions")
+FRAMES = ("even", "events")
+DECODINGS = ("argmax", "grammar")
+#: the options a run written before they existed was trained with (``watch_run.load`` fills them in)
+LEGACY = {"relational": False, "final_observation": False, "frames": "even"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +56,12 @@ class WatchConfig:
       ``dropout``: in the Transformer and between the classifiers' layers (training only).
     - ``input``: ``"graph"`` (every observation), ``"last"`` (the last observation) or ``"actions"``.
     - ``lr``, ``batch``, ``epochs``: Adam's step size, demonstrations per step, passes over the training set.
-    - ``max_frames``: keep at most this many observations per demonstration, evenly spread (None: all).
+    - ``max_frames``: keep at most this many observations per demonstration (None: all), chosen by ``frames``:
+      ``"even"`` spread evenly, ``"events"`` the steps where a relation changes first, then the last, then
+      evenly spread fillers (``event_frames``).
+    - ``relational``: tokens carry their parent's class and the characters what they hold
+      (``encoder.relational_features``).
+    - ``final_observation``: also show the observation after Alice's last action.
     - ``code_parity``: the original code's unmasked means (over all node slots and all padded time steps).
     - ``validation_fraction``: share of the demonstrations held out to validate; ``seed``: initialisation,
       data order and the validation split.
@@ -69,10 +78,17 @@ class WatchConfig:
     code_parity: bool = False
     validation_fraction: float = 0.05
     seed: int = 0
+    relational: bool = True
+    final_observation: bool = True
+    frames: str = "events"
 
     def __post_init__(self) -> None:
         if self.input not in INPUTS:
             raise ValueError(f"WatchConfig.input must be one of {list(INPUTS)}, got {self.input!r}")
+        if self.frames not in FRAMES:
+            raise ValueError(f"WatchConfig.frames must be one of {list(FRAMES)}, got {self.frames!r}")
+        if self.code_parity and self.final_observation:
+            raise ValueError("WatchConfig.code_parity replays the original's inputs: set final_observation=False")
         for name in ("d", "heads", "batch", "epochs"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ValueError(f"WatchConfig.{name} must be a positive integer, got {getattr(self, name)!r}")
@@ -106,6 +122,46 @@ def subsample(obs: dict, valid: jax.Array, max_frames: int) -> tuple[dict, jax.A
     n = jnp.minimum(length, max_frames)
     k = jnp.arange(max_frames)[None, :]
     index = jnp.where(k < n, k * (length - 1) // jnp.maximum(n - 1, 1), length - 1)  # [B, F]
+
+    def take(x):
+        return jnp.take_along_axis(x, index.reshape(*index.shape, *([1] * (x.ndim - 2))), axis=1)
+
+    return jax.tree_util.tree_map(take, obs), k < n
+
+
+def relation_events(obs: dict) -> jax.Array:
+    """Returns bool[B, T]: whether observation ``t`` differs from observation ``t - 1`` in some relation of a node
+    visible in both (its parent, its relation to the parent, its open/on bits, or whether the observer holds it
+    or sits on it); False at ``t = 0`` (``obs`` leading ``[B, T]``)."""
+    hold_sit = jnp.isin(obs["relation"], jnp.array([C.REL_HOLDS_RH, C.REL_HOLDS_LH, C.REL_SITTING_ON]))
+    keys = (obs["parent"], obs["parent_relation"], obs["states"], hold_sit)
+    both = obs["visible"][:, 1:] & obs["visible"][:, :-1]
+    changed = jnp.zeros(both.shape, bool)
+    for x in keys:
+        changed |= x[:, 1:] != x[:, :-1]
+    events = (changed & both).any(-1)
+    return jnp.concatenate([jnp.zeros((events.shape[0], 1), bool), events], 1)
+
+
+def event_frames(obs: dict, valid: jax.Array, max_frames: int) -> tuple[dict, jax.Array]:
+    """Returns ``(obs, valid)`` with at most ``max_frames`` observations per demonstration (``obs`` leading
+    ``[B, T]``, ``valid`` bool[B, T], real steps first), in time order: its last real observation, then the
+    observations where a relation changes (``relation_events``; the latest first when there are too many), then
+    fillers spread over the rest (a low-discrepancy order). ``valid`` bool[B, max_frames] marks the
+    ``min(length, max_frames)`` kept; past them the last real observation is repeated."""
+    steps = valid.shape[1]
+    if steps <= max_frames:
+        return obs, valid
+    t = jnp.arange(steps)[None, :]
+    length = jnp.maximum(valid.sum(1), 1)[:, None]
+    frac = jnp.mod(t * 0.6180339887, 1.0) * 0.5  # fillers: spread evenly whatever their number
+    priority = jnp.where(t == length - 1, 4.0, 0.0) + relation_events(obs) * (2.0 + t / steps) + frac
+    priority = jnp.where(valid, priority, -1.0)
+    top = jax.lax.top_k(priority, max_frames)[1]  # [B, F]
+    n = jnp.minimum(length, max_frames)
+    k = jnp.arange(max_frames)[None, :]
+    index = jnp.sort(jnp.where(k < n, top, steps), axis=1)
+    index = jnp.where(index >= steps, length - 1, index)
 
     def take(x):
         return jnp.take_along_axis(x, index.reshape(*index.shape, *([1] * (x.ndim - 2))), axis=1)
@@ -158,9 +214,11 @@ class GoalInference(nn.Module):
             obs = batch["obs"]
             if cfg.input == "last":
                 obs, valid = last_observation(obs, valid), jnp.ones((valid.shape[0], 1), bool)
+            elif cfg.max_frames is not None and cfg.frames == "events":
+                obs, valid = event_frames(obs, valid, cfg.max_frames)
             elif cfg.max_frames is not None:
                 obs, valid = subsample(obs, valid, cfg.max_frames)
-            encoder = StateEncoder(cfg.d, cfg.heads, cfg.dropout, cfg.code_parity, name="encoder")
+            encoder = StateEncoder(cfg.d, cfg.heads, cfg.dropout, cfg.code_parity, cfg.relational, name="encoder")
             x = encoder(obs, train)[1]  # [B, T, d]
         h = nn.RNN(nn.OptimizedLSTMCell(cfg.d), name="lstm")(x)
         pooled = h.mean(1) if cfg.code_parity else masked_mean(jnp.where(valid[..., None], h, 0.0), valid, axis=1)
@@ -207,6 +265,91 @@ def loss(logits: jax.Array, goal_count: jax.Array) -> jax.Array:
 def predict(logits: jax.Array) -> jax.Array:
     """Returns int32[B, 30]: the most likely count of every predicate."""
     return jnp.argmax(logits, -1).astype(jnp.int32)
+
+
+def _activity_tables(log_probs: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """For each activity ``a``, returns ``(best float64[N, S], choice int8[N, S, 30])``: over its predicates'
+    allowed counts (``count_ranges``) with counted total ``s`` (``S`` = 1 + the largest total), the largest sum of
+    ``log_probs[n, p, c] - log_probs[n, p, 0]`` (-inf where ``s`` is unreachable) and the counts achieving it
+    (0 outside the activity). ``log_probs`` float[N, 30, NUM_COUNTS]."""
+    low, high, _ = PR.count_ranges()
+    counted = np.isin(PR.PRED_KIND, (PR.ON_KIND, PR.INSIDE_KIND))
+    n = log_probs.shape[0]
+    gain = log_probs - log_probs[:, :, :1]
+    size = int(high.sum(1).max()) + 1
+    tables = []
+    for a in range(PR.NUM_ACTIVITIES):
+        best = np.full((n, size), -np.inf)
+        best[:, 0] = 0.0
+        choice = np.zeros((n, size, PR.NUM_PREDICATES), np.int8)
+        for p in np.flatnonzero(high[a] > 0):
+            new_best, new_choice = np.full_like(best, -np.inf), np.zeros_like(choice)
+            for c in range(int(low[a, p]), int(high[a, p]) + 1):
+                shift = c if counted[p] else 0
+                cand = np.full_like(best, -np.inf)
+                cand[:, shift:] = best[:, : size - shift] + gain[:, p, c][:, None]
+                src = np.zeros_like(choice)
+                src[:, shift:] = choice[:, : size - shift]
+                src[:, :, p] = c
+                better = cand > new_best
+                new_best = np.where(better, cand, new_best)
+                new_choice = np.where(better[..., None], src, new_choice)
+            best, choice = new_best, new_choice
+        tables.append((best, choice))
+    return tables
+
+
+def grammar_decode(log_probs, mixed: bool = True) -> np.ndarray:
+    """Returns int8[N, 30]: for each demonstration the goal of largest log-probability (``log_probs`` float[N, 30,
+    NUM_COUNTS], the count classifiers' log-softmax; predicates independent) among the goals the task grammar
+    allows: one activity's predicates, each within its count range and their counted total within the
+    activity's (``predicates.count_ranges``), or, with ``mixed``, two activities' each giving at least one and
+    together a total in ``tasks.MIXED_TOTAL`` (test-2's goals)."""
+    lp = np.asarray(log_probs, np.float64)
+    _, _, total = PR.count_ranges()
+    tables = _activity_tables(lp)
+    size = tables[0][0].shape[1]
+    sums = np.arange(size)
+    best_score = np.full(lp.shape[0], -np.inf)
+    best_goal = np.zeros((lp.shape[0], PR.NUM_PREDICATES), np.int8)
+
+    def consider(score, goal):
+        nonlocal best_score, best_goal
+        better = score > best_score
+        best_score = np.where(better, score, best_score)
+        best_goal = np.where(better[:, None], goal, best_goal)
+
+    rows = np.arange(lp.shape[0])
+    for a, (best, choice) in enumerate(tables):
+        ok = (sums >= total[a, 0]) & (sums <= total[a, 1])
+        masked = np.where(ok[None], best, -np.inf)
+        s = masked.argmax(1)
+        consider(masked[rows, s], choice[rows, s])
+    if mixed:
+        from jaxsoc.envs.household.tasks import MIXED_TOTAL
+
+        lo, hi = MIXED_TOTAL
+        for a in range(PR.NUM_ACTIVITIES):
+            for b in range(a + 1, PR.NUM_ACTIVITIES):
+                (best_a, choice_a), (best_b, choice_b) = tables[a], tables[b]
+                pair = best_a[:, :, None] + best_b[:, None, :]  # [N, S, S]
+                ok = (sums[:, None] >= 1) & (sums[None, :] >= 1) & (sums[:, None] + sums[None, :] >= lo)
+                ok &= sums[:, None] + sums[None, :] <= hi
+                pair = np.where(ok[None], pair, -np.inf).reshape(len(rows), -1)
+                flat = pair.argmax(1)
+                sa, sb = np.divmod(flat, size)
+                consider(pair[rows, flat], np.maximum(choice_a[rows, sa], choice_b[rows, sb]))
+    return best_goal
+
+
+def decode(logits, how: str = "argmax") -> np.ndarray:
+    """Returns int8[N, 30] goals from count ``logits`` float[N, 30, NUM_COUNTS]: ``"argmax"`` per predicate
+    (``predict``) or ``"grammar"`` (``grammar_decode``)."""
+    if how not in DECODINGS:
+        raise ValueError(f"decoding must be one of {list(DECODINGS)}, got {how!r}")
+    if how == "argmax":
+        return np.asarray(predict(jnp.asarray(logits)), np.int8)
+    return grammar_decode(np.asarray(jax.nn.log_softmax(jnp.asarray(logits, jnp.float32), -1)))
 
 
 def multiset_counts(pred, true) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

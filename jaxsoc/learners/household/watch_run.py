@@ -47,6 +47,8 @@ TRAIN_FILES = ("train.npz", "extra.npz")
 TIME_STEP = 16
 _SPLIT_KEY = 10**6  # folded into key(seed) for the validation split
 _METRICS = ("precision", "recall", "f1", "accuracy")
+_CURVE_METRICS = ("precision", "recall", "f1")
+CURVE_TRAIN = 100  # training demonstrations scored after every epoch (the first of the training rows)
 
 
 # ---------------------------------------------------------------------------------------------------- data
@@ -142,6 +144,9 @@ def device_batch(config: WA.WatchConfig, bank: dict, rows: jax.Array, steps: int
     }
     if config.input == "actions":
         batch["target_class"] = WA.target_classes(tasks, actions)
+    elif config.final_observation:  # observation k: after k actions (a trailing noop shows the last one's result)
+        batch["obs"] = D.observations(tasks, jnp.pad(actions, ((0, 0), (0, 1))))
+        batch["valid"] = jnp.arange(steps + 1)[None, :] <= length[:, None]
     else:
         batch["obs"] = D.observations(tasks, actions)
     return batch
@@ -156,7 +161,8 @@ class Functions:
     - ``init(key) -> state``: ``{"params", "opt_state"}``, fresh;
     - ``step(state, key, bank, rows, steps=...) -> (state, loss)``: one Adam step on the demonstrations
       ``rows`` int32[B] of ``bank`` (``device_bank``) cut to ``steps`` steps (``time_steps``);
-    - ``forward(params, bank, rows, steps=...) -> (loss float32[B], counts int32[B, 30])``: evaluation mode.
+    - ``forward(params, bank, rows, steps=...) -> (loss float32[B], logits float32[B, 30, NUM_COUNTS])``:
+      evaluation mode.
     """
 
     def __init__(self, config: WA.WatchConfig) -> None:
@@ -183,7 +189,7 @@ class Functions:
         batch = device_batch(self.config, bank, rows, steps)
         logits = self.model.apply({"params": params}, batch)
         losses = jax.vmap(lambda lg, g: WA.loss(lg[None], g[None]))(logits, batch["goal_count"])
-        return losses, WA.predict(logits)
+        return losses, logits
 
 
 @functools.lru_cache(maxsize=8)
@@ -197,17 +203,26 @@ def compiled(config: WA.WatchConfig) -> Functions:
 
 
 def predict_all(fns: Functions, params, bank: dict, lengths: np.ndarray, max_steps: int, batch: int):
-    """Returns ``(losses float32[N], counts int32[N, 30])`` of every demonstration of ``bank`` (``lengths``
-    int[N] on the host), run in batches of similar lengths (the last padded by repetition)."""
+    """Returns ``(losses float32[N], logits float32[N, 30, NUM_COUNTS])`` of every demonstration of ``bank``
+    (``lengths`` int[N] on the host), run in batches of similar lengths (the last padded by repetition)."""
     order = np.argsort(lengths, kind="stable")
-    losses, counts = np.zeros(len(order), np.float32), np.zeros((len(order), PR.NUM_PREDICATES), np.int32)
+    losses = np.zeros(len(order), np.float32)
+    logits = np.zeros((len(order), PR.NUM_PREDICATES, WA.NUM_COUNTS), np.float32)
     for start in range(0, len(order), batch):
         rows = order[start : start + batch]
         padded = np.concatenate([rows, np.full(batch - len(rows), rows[-1])])
         steps = time_steps(lengths[rows], max_steps, fns.config)
-        loss, pred = jax.device_get(fns.forward(params, bank, jnp.asarray(padded, jnp.int32), steps=steps))
-        losses[rows], counts[rows] = loss[: len(rows)], pred[: len(rows)]
-    return losses, counts
+        loss, out = jax.device_get(fns.forward(params, bank, jnp.asarray(padded, jnp.int32), steps=steps))
+        losses[rows], logits[rows] = loss[: len(rows)], out[: len(rows)]
+    return losses, logits
+
+
+def split_scores(logits: np.ndarray, true) -> dict[str, float]:
+    """Returns ``watch.scores`` of both decodings of ``logits`` against the goals ``true`` int[N, 30]: the raw
+    argmax's as ``precision`` etc., the grammar's as ``grammar_precision`` etc."""
+    raw = WA.scores(WA.decode(logits, "argmax"), true)
+    grammar = WA.scores(WA.decode(logits, "grammar"), true)
+    return {**raw, **{f"grammar_{k}": v for k, v in grammar.items()}}
 
 
 # ---------------------------------------------------------------------------------------------------- runs
@@ -215,7 +230,8 @@ def predict_all(fns: Functions, params, bank: dict, lengths: np.ndarray, max_ste
 
 def _checkpointer(run: Path, config: WA.WatchConfig, data: dict[str, Any]) -> Checkpointer:
     """The run's checkpoints; a restore checks the config (all but ``epochs``) and the data."""
-    saved = {k: v for k, v in config.to_dict().items() if k != "epochs"}
+    # options at their LEGACY value are left out, so the checkpoints of runs older than them still match
+    saved = {k: v for k, v in config.to_dict().items() if k != "epochs" and WA.LEGACY.get(k, ()) != v}
     return Checkpointer(run / CHECKPOINTS, {"kind": KIND, "config": saved, "model_config": {"data": data}})
 
 
@@ -230,6 +246,7 @@ def train(
     resume: bool = False,
     progress: bool = True,
     episodes: int | None = None,
+    curves: dict[str, D.Demos] | None = None,
 ) -> dict[str, Any]:
     """Trains the goal-inference model of ``config`` on the demonstrations in ``demos_dir`` into ``out``
     (module docstring).
@@ -241,6 +258,10 @@ def train(
         resume: continue from the newest checkpoint in ``out`` (same config but ``epochs``, same data).
         progress: show a progress bar over epochs.
         episodes: use only the first this many successful demonstrations (``train.npz``, then ``extra.npz``).
+        curves: more demonstrations to score after every epoch, by name (e.g. ``{"test-1": ...}``): their
+            precision / recall / F1 under both decodings go to ``metrics.csv`` as ``<name>_<metric>`` and
+            ``<name>_grammar_<metric>`` beside the validation's and those of up to ``CURVE_TRAIN`` training
+            demonstrations (``train_*``), so under- and over-fitting show. They never steer training.
 
     Returns:
         The summary (also in ``metrics.json``): epochs done, final train and validation loss, validation
@@ -279,6 +300,11 @@ def train(
 
     bank, lengths, max_steps = device_bank(demos), np.asarray(demos.length), demos.max_steps
     val_bank = device_bank(demos.select(val_rows)) if len(val_rows) else None
+    watched = {"train": demos.select(train_rows[:CURVE_TRAIN]), **(curves or {})}
+    watched = {
+        name: (device_bank(d), np.asarray(d.length), d.max_steps, d.tasks.states.goal_count)
+        for name, d in watched.items()
+    }
     batch = min(config.batch, len(train_rows))
     num_steps = math.ceil(len(train_rows) / batch)
     bar = tqdm(total=config.epochs, initial=first, unit="epoch", desc=KIND, disable=not progress)
@@ -297,11 +323,16 @@ def train(
             speed = num_steps * batch / (time.perf_counter() - tick)
             row = {"epoch": epoch + 1, "steps": (epoch + 1) * num_steps, "train_loss": train_loss}
             if val_bank is not None:
-                val_loss, pred = predict_all(fns, state["params"], val_bank, lengths[val_rows], max_steps, batch)
+                val_loss, logits = predict_all(fns, state["params"], val_bank, lengths[val_rows], max_steps, batch)
                 row["val_loss"] = float(val_loss.mean())
-                row.update({f"val_{k}": v for k, v in WA.scores(pred, demos.tasks.states.goal_count[val_rows]).items()})
+                scored = split_scores(logits, demos.tasks.states.goal_count[val_rows])
+                row.update({f"val_{k}": v for k, v in scored.items()})
             else:
                 row.update({name: math.nan for name in ("val_loss", *(f"val_{k}" for k in _METRICS))})
+            for name, (w_bank, w_lengths, w_steps, w_goals) in watched.items():
+                _, logits = predict_all(fns, state["params"], w_bank, w_lengths, w_steps, batch)
+                scored = split_scores(logits, w_goals)
+                row.update({f"{name}_{k}": v for k, v in scored.items() if k.split("_")[-1] in _CURVE_METRICS})
             row.update({"demos_per_s": speed, "wall_s": time.perf_counter() - start})
             log.append([row])
             checkpointer.save(epoch + 1, state)
@@ -316,13 +347,14 @@ def train(
         "epochs": config.epochs,
         "steps": int(final.get("steps", 0)),
         **{name: final.get(name) for name in ("train_loss", "val_loss", *(f"val_{k}" for k in _METRICS))},
+        **{name: final.get(name) for name in (f"val_grammar_{k}" for k in _METRICS)},
         "demos_per_s": final.get("demos_per_s"),
         "sizes": sizes,
         "wall_s": time.perf_counter() - start,
         "device": jax.devices()[0].device_kind,
         "checkpoint": str(out / CHECKPOINTS),
     }
-    log.finish(summary, x="epoch", curves=("train_loss", "val_loss", "val_f1"))
+    log.finish(summary, x="epoch", curves=("train_loss", "val_loss", "val_f1", "val_grammar_f1"))
     return summary
 
 
@@ -334,7 +366,7 @@ def load(run: str | Path) -> tuple[WA.WatchConfig, Any]:
     """
     info = _read_run(run)
     try:
-        config = WA.WatchConfig(**info["config"])
+        config = WA.WatchConfig(**{**WA.LEGACY, **info["config"]})
     except (TypeError, KeyError) as error:
         raise ValueError(f"{run}: bad config in {RUN_JSON}: {error}") from error
     fns = compiled(config)
@@ -350,20 +382,27 @@ def load(run: str | Path) -> tuple[WA.WatchConfig, Any]:
     return config, state["params"]
 
 
-def infer_goals(run: str | Path | tuple[WA.WatchConfig, Any], demos: D.Demos, batch: int = 32) -> np.ndarray:
-    """Returns int8[N, 30]: the goal counts a model predicts for each of ``demos`` (``run``: a run directory or
-    a ``(config, params)`` pair), run ``batch`` demonstrations at a time."""
+def goal_logits(run: str | Path | tuple[WA.WatchConfig, Any], demos: D.Demos, batch: int = 32) -> np.ndarray:
+    """Returns float32[N, 30, NUM_COUNTS]: a model's count logits for each of ``demos`` (``run``: a run
+    directory or a ``(config, params)`` pair), run ``batch`` demonstrations at a time."""
     config, params = run if isinstance(run, tuple) else load(run)
     if not len(demos):
         raise ValueError("no demonstrations to infer goals from")
     fns = compiled(config)
     batch = min(batch, len(demos))
-    _, counts = predict_all(fns, params, device_bank(demos), np.asarray(demos.length), demos.max_steps, batch)
-    return counts.astype(np.int8)
+    return predict_all(fns, params, device_bank(demos), np.asarray(demos.length), demos.max_steps, batch)[1]
+
+
+def infer_goals(
+    run: str | Path | tuple[WA.WatchConfig, Any], demos: D.Demos, batch: int = 32, decoding: str = "grammar"
+) -> np.ndarray:
+    """Returns int8[N, 30]: the goal counts a model predicts for each of ``demos`` (``goal_logits``), decoded by
+    ``decoding`` (``watch.decode``: ``"grammar"``, the goals the task grammar allows, or ``"argmax"``)."""
+    return WA.decode(goal_logits(run, demos, batch), decoding)
 
 
 def evaluate(run: str | Path | tuple[WA.WatchConfig, Any], demos: D.Demos, batch: int = 32) -> dict[str, Any]:
-    """Returns ``watch.scores`` of a model's goals on ``demos`` (e.g. ``demos.load("test-1.npz")``) against
-    their true goals, plus ``episodes`` (how many)."""
-    pred = infer_goals(run, demos, batch)
-    return {**WA.scores(pred, demos.tasks.states.goal_count), "episodes": len(demos)}
+    """Returns the scores of a model's goals on ``demos`` (e.g. ``demos.load("test-1.npz")``) against their true
+    goals (``split_scores``: the raw argmax's ``precision`` etc. and the grammar decoding's
+    ``grammar_precision`` etc.), plus ``episodes`` (how many)."""
+    return {**split_scores(goal_logits(run, demos, batch), demos.tasks.states.goal_count), "episodes": len(demos)}

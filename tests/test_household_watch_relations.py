@@ -1,0 +1,226 @@
+"""Issue 37's goal inference that reads relations: the relational token features, frames chosen by events,
+the observation after the last action, decoding by the goal grammar, and a learning signal on a tiny set.
+
+Hand-made observations keep the token tests exact; the learning test is toy-sized (d=16, 4 synthetic
+demonstrations of ``test_household_watch``) and takes seconds.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_household_watch import LENGTHS, STEPS, make_demos
+
+from jaxsoc.envs.household import classes as C
+from jaxsoc.envs.household import predicates as PR
+from jaxsoc.envs.household import tasks as T
+from jaxsoc.envs.household import world as W
+from jaxsoc.envs.household.agents import demos as D
+from jaxsoc.learners.household import encoder as E
+from jaxsoc.learners.household import watch as WA
+from jaxsoc.learners.household import watch_run as WR
+
+TABLE, SHELF, PLATE, CUPCAKE, APPLE = (
+    C.CLASS[n] for n in ("kitchentable", "kitchencounter", "plate", "cupcake", "apple")
+)
+
+
+def hand_made_observation() -> dict:
+    """One observation: a kitchen table (node 8), a plate ON it (40), a cupcake in the observer's right hand
+    (41), an apple the other character holds (42) and a plate on the table out of view (43)."""
+    n = W.NUM_NODES
+    obs = {
+        "class": np.zeros(n, np.int16),
+        "states": np.zeros(n, np.uint8),
+        "position": np.zeros((n, 2), np.float32),
+        "visible": np.zeros(n, bool),
+        "parent": np.full(n, -1, np.int16),
+        "parent_relation": np.zeros(n, np.int8),
+        "relation": np.zeros(n, np.int8),
+        "agent_position": np.array([[0.0, 0.0], [1.0, 1.0]], np.float32),
+        "agent_room": np.zeros(2, np.int8),
+        "agent_visible": np.ones(2, bool),
+    }
+    for node, cls, parent, rel in [(8, TABLE, -1, C.IN_ROOM), (40, PLATE, 8, C.ON_TOP), (41, CUPCAKE, -1, C.HELD)]:
+        obs["class"][node], obs["parent"][node], obs["parent_relation"][node] = cls, parent, rel
+        obs["visible"][node] = True
+    obs["relation"][41] = C.REL_HOLDS_RH
+    obs["class"][42], obs["parent_relation"][42], obs["visible"][42] = APPLE, C.HELD, True
+    obs["class"][43], obs["parent"][43] = PLATE, 8  # not visible: must read as nothing
+    return {k: jnp.asarray(v) for k, v in obs.items()}
+
+
+def test_node_tokens_carry_their_parents_class_and_characters_what_they_hold():
+    obs = hand_made_observation()
+    feats = E.relational_features(obs)
+    parent, held = np.asarray(feats["parent_class"]), np.asarray(feats["held"])
+    assert parent.shape == (E.NUM_TOKENS,) and held.shape == (E.NUM_TOKENS, E.NUM_TOKEN_CLASSES)
+    assert parent[40] == TABLE  # the plate is on a kitchen table
+    assert parent[8] == parent[41] == parent[42] == parent[43] == E.NO_PARENT_CLASS
+    assert (parent[W.NUM_NODES :] == E.NO_PARENT_CLASS).all()
+    observer, other = held[W.NUM_NODES], held[W.NUM_NODES + 1]
+    assert observer[CUPCAKE] == 1 and observer.sum() == 1  # its right hand
+    assert other[APPLE] == 1 and other.sum() == 1  # held, and not by the observer
+    assert not held[: W.NUM_NODES].any()
+    # leading axes are kept
+    batched = E.relational_features(jax.tree_util.tree_map(lambda x: jnp.stack([x, x, x]), obs))
+    assert batched["parent_class"].shape == (3, E.NUM_TOKENS)
+
+
+def test_the_relational_encoder_tells_on_the_table_from_on_a_counter():
+    obs = hand_made_observation()
+    shelf = {**obs, "class": obs["class"].at[8].set(SHELF)}  # the same places; the plate's parent is a counter
+    no_parent = {**obs, "parent": obs["parent"].at[40].set(-1)}  # same class, relation and coordinates
+    for relational in (True, False):
+        feats = {}
+        for name, o in [("table", obs), ("shelf", shelf), ("none", no_parent)]:
+            feats[name] = E.tokens(o) | (E.relational_features(o) if relational else {})
+        enc = E.NodeEncoder(16, relational)
+        params = enc.init(jax.random.key(0), feats["table"])
+        plate = {name: np.asarray(enc.apply(params, f))[40] for name, f in feats.items()}
+        # the plate's own token (before attention) reads its parent's class only when relational
+        assert (not np.allclose(plate["table"], plate["shelf"], atol=1e-6)) == relational
+        assert (not np.allclose(plate["table"], plate["none"], atol=1e-6)) == relational
+    enc = E.StateEncoder(16, 2, relational=True)
+    params = enc.init(jax.random.key(0), obs)
+    assert not np.allclose(enc.apply(params, obs)[1], enc.apply(params, no_parent)[1], atol=1e-6)
+
+
+def test_event_frames_keep_relation_changes_and_the_last_observation():
+    steps, n = 12, W.NUM_NODES
+    parent = np.full((2, steps, n), -1, np.int16)
+    parent[0, 5:, 40] = 8  # demonstration 0: a put at step 5, another at 9
+    parent[0, 9:, 41] = 8
+    parent[1, 2:, 40] = 8  # demonstration 1 (4 steps): a put at step 2
+    obs = {
+        "parent": jnp.asarray(parent),
+        "parent_relation": jnp.zeros((2, steps, n), jnp.int8),
+        "states": jnp.zeros((2, steps, n), jnp.uint8),
+        "relation": jnp.zeros((2, steps, n), jnp.int8),
+        "visible": jnp.ones((2, steps, n), bool),
+        "t": jnp.broadcast_to(jnp.arange(steps), (2, steps)),
+    }
+    events = np.asarray(WA.relation_events(obs))
+    assert events[0].nonzero()[0].tolist() == [5, 9] and events[1].nonzero()[0].tolist() == [2]
+    valid = jnp.asarray(D.valid_mask([11, 4], steps))
+    kept, kept_valid = WA.event_frames(obs, valid, 4)
+    t = np.asarray(kept["t"])
+    assert {5, 9, 10} <= set(t[0].tolist()) and (np.diff(t[0]) > 0).all()  # events, the last; in order
+    np.testing.assert_array_equal(t[1], [0, 1, 2, 3]) and np.testing.assert_array_equal(kept_valid[1], [1, 1, 1, 1])
+    _, short_valid = WA.event_frames(obs, jnp.asarray(D.valid_mask([11, 2], steps)), 4)
+    np.testing.assert_array_equal(short_valid[1], [True, True, False, False])
+    # a change of a node out of view in either frame is no event
+    hidden = {**obs, "visible": obs["visible"].at[0, 5, 40].set(False)}
+    assert np.asarray(WA.relation_events(hidden))[0].nonzero()[0].tolist() == [9]
+
+
+def test_the_batch_shows_the_observation_after_the_last_action():
+    demos = make_demos()
+    config = WA.WatchConfig(d=16)
+    assert config.final_observation and config.relational and config.frames == "events"
+    bank = WR.device_bank(demos)
+    batch = WR.device_batch(config, bank, jnp.arange(4, dtype=jnp.int32), STEPS)
+    assert batch["obs"]["class"].shape[1] == STEPS + 1
+    np.testing.assert_array_equal(np.asarray(batch["valid"]).sum(1), LENGTHS + 1)
+    before = D.observations(demos.tasks.states, jnp.asarray(demos.actions, jnp.int32))
+    for key in ("position", "parent", "visible"):
+        np.testing.assert_array_equal(batch["obs"][key][:, :STEPS], before[key])
+    old = WR.device_batch(WA.WatchConfig(d=16, final_observation=False), bank, jnp.arange(4, dtype=jnp.int32), STEPS)
+    assert old["obs"]["class"].shape[1] == STEPS and (np.asarray(old["valid"]).sum(1) == LENGTHS).all()
+
+
+def _single_goals(activity: int) -> np.ndarray:
+    """Every goal of one activity the grammar allows (int[M, 30]), by enumeration."""
+    low, high, total = PR.count_ranges()
+    counted = np.isin(PR.PRED_KIND, (PR.ON_KIND, PR.INSIDE_KIND))
+    preds = np.flatnonzero(high[activity] > 0)
+    goals = []
+    for counts in itertools.product(*[range(low[activity, p], high[activity, p] + 1) for p in preds]):
+        goal = np.zeros(PR.NUM_PREDICATES, int)
+        goal[preds] = counts
+        if total[activity, 0] <= (goal * counted).sum() <= total[activity, 1]:
+            goals.append(goal)
+    return np.array(goals)
+
+
+def _allowed(goal: np.ndarray) -> bool:
+    """Whether ``goal`` is one activity's goal or two activities' mixed goal (``tasks.sample_goal``)."""
+    low, high, total = PR.count_ranges()
+    counted = np.isin(PR.PRED_KIND, (PR.ON_KIND, PR.INSIDE_KIND))
+    used = {a for a in range(PR.NUM_ACTIVITIES) if (goal * (high[a] > 0)).any()}
+    if not used or len(used) > 2 or (goal * ~np.any(high > 0, 0)).any():
+        return False
+    sums = {a: int((goal * (high[a] > 0) * counted).sum()) for a in used}
+    for a in used:
+        part = goal * (high[a] > 0)
+        if ((part < low[a]) | (part > high[a]))[high[a] > 0].any():
+            return False
+    if len(used) == 1:
+        (a,) = used
+        return total[a, 0] <= sums[a] <= total[a, 1]
+    return min(sums.values()) >= 1 and T.MIXED_TOTAL[0] <= sum(sums.values()) <= T.MIXED_TOTAL[1]
+
+
+def test_grammar_decoding_is_the_most_likely_allowed_goal():
+    rng = np.random.default_rng(0)
+    lp = np.asarray(jax.nn.log_softmax(jnp.asarray(rng.normal(size=(40, 30, 3)) * 2.0), -1), np.float64)
+    singles = np.concatenate([_single_goals(a) for a in range(PR.NUM_ACTIVITIES)])
+    brute = np.take_along_axis(lp[:, None], singles[None, :, :, None], -1)[..., 0].sum(-1)  # [40, M]
+    decoded = WA.grammar_decode(lp, mixed=False)
+    score = np.take_along_axis(lp, decoded[..., None].astype(int), -1)[..., 0].sum(-1)
+    np.testing.assert_allclose(score, brute.max(1), rtol=1e-9)
+    mixed = WA.grammar_decode(lp)
+    assert all(_allowed(g) for g in mixed)
+    mixed_score = np.take_along_axis(lp, mixed[..., None].astype(int), -1)[..., 0].sum(-1)
+    assert (mixed_score >= score - 1e-9).all()
+
+
+def test_grammar_decoding_recovers_sampled_goals_and_argmax_does_not_always():
+    keys = jax.random.split(jax.random.key(3), 30)
+    acts = [[a, -1] for a in range(PR.NUM_ACTIVITIES)] + [[0, 4], [1, 3]]
+    goals = np.stack([np.asarray(T.sample_goal(k, jnp.array(acts[i % len(acts)]))) for i, k in enumerate(keys)])
+    assert all(_allowed(g) for g in goals)
+    # a confident model of the true goal, with the empty goal close behind everywhere
+    logits = np.where(np.arange(3) == goals[..., None], 2.0, 0.0) + np.where(np.arange(3) == 0, 1.5, 0.0)
+    np.testing.assert_array_equal(WA.decode(logits, "grammar"), goals)
+    unsure = np.where(np.arange(3) == 0, 2.1, 0.0) + np.where(np.arange(3) == goals[..., None], 2.0, 0.0)
+    assert (WA.decode(unsure, "argmax") == 0).all()  # the raw argmax predicts the empty goal
+    # the grammar's most likely goal keeps the fewest predicates its totals ask for, all of them right
+    grammar = WA.scores(WA.decode(unsure, "grammar"), goals)
+    assert grammar["precision"] == 1.0 and grammar["recall"] > 0.3
+    with pytest.raises(ValueError, match="decoding"):
+        WA.decode(logits, "beam")
+
+
+def test_the_learning_signal_moves_on_a_tiny_set():
+    demos = make_demos()
+    config = WA.WatchConfig(d=16, lr=1e-2, batch=2, max_frames=4, validation_fraction=0.0)
+    fns, bank = WR.compiled(config), WR.device_bank(demos)
+    state = fns.init(jax.random.key(1))
+    first, _ = WR.predict_all(fns, state["params"], bank, LENGTHS, STEPS, batch=2)
+    for i in range(30):
+        rows = jnp.array([[0, 1], [2, 3]][i % 2], jnp.int32)
+        state, _ = fns.step(state, jax.random.key(i), bank, rows, steps=STEPS)
+    later, _ = WR.predict_all(fns, state["params"], bank, LENGTHS, STEPS, batch=2)
+    assert later.mean() < 0.5 * first.mean()
+
+
+def test_runs_from_before_the_relational_options_load_without_them(tmp_path):
+    import json
+
+    demos = make_demos()
+    root = tmp_path / "demos"
+    D.save(demos, root / "train.npz")
+    # the cheap actions input: what matters is that run.json without the options reads as LEGACY
+    legacy = WA.WatchConfig(d=16, input="actions", batch=2, epochs=1, validation_fraction=0.25, **WA.LEGACY)
+    WR.train(legacy, tmp_path / "run", root, progress=False)
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    for key in WA.LEGACY:  # as a run written before the options existed
+        info["config"].pop(key)
+    (tmp_path / "run" / "run.json").write_text(json.dumps(info))
+    config, _ = WR.load(tmp_path / "run")
+    assert config == legacy
