@@ -188,12 +188,27 @@ def pytest_configure(config):
 @pytest.hookimpl(tryfirst=True)  # before the `-m 'not slow'` of pyproject's addopts deselects
 def pytest_collection_modifyitems(config, items):
     """Marks ``slow`` the tests ``tiers.LEFT_OUT_OF_CI`` names (so that ``.ci/run`` stays within 20 minutes), then
-    orders the modules by ``tiers.module_cost``, dearest first, keeping each module's own order: with ``--dist
-    loadscope --no-loadscope-reorder`` the workers take the dear modules first and end on cheap ones, instead of one
-    worker idling while the other builds a late module's fixtures."""
-    from tiers import LEFT_OUT_OF_CI, module_cost
+    orders the tests by their work unit's cost (``tiers.unit_order``), dearest first, keeping each module's order: with
+    ``--dist loadscope --no-loadscope-reorder`` the workers take the dear units first and end on cheap ones, instead
+    of one worker idling while the other builds a late module's fixtures."""
+    from tiers import LEFT_OUT_OF_CI, unit_order
 
     for item in items:
         if item.nodeid in LEFT_OUT_OF_CI:
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: -module_cost(item.nodeid))  # stable: a module's tests keep their order
+    items.sort(key=lambda item: unit_order(item.nodeid))  # stable: a module's tests keep their order
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Returns, for ``--dist loadscope``, xdist's scheduler with the work units of ``tiers.work_scope``: modules
+    that compile the same programs run on one worker."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from tiers import work_scope
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedScopeScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_scope(nodeid)
+
+    return SharedScopeScheduling(config, log)

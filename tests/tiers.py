@@ -91,3 +91,97 @@ LEFT_OUT_OF_CI = {
         "the [1] and [5] cases"
     ),
 }
+
+
+#: test modules that build the same compiled programs (``functools.cache``d jitted functions keyed on equal
+#: arguments) and so run on one xdist worker, as one work unit (tests/conftest.py's scheduler): each program is
+#: then compiled once per CI run instead of once per module
+SHARED_SCOPES = {
+    module: "bib generated batches (16 compact episodes per task)"
+    for module in (
+        "tests/test_bib_tasks.py",
+        "tests/test_bib_observers.py",
+        "tests/test_bib_json.py",
+        "tests/test_bib_learners.py",
+    )
+}
+
+#: seconds each dear test module took in one CI-tier run on 2 cores (fixtures included; the others count 0), used
+#: only to hand out the work units dearest first (tests/conftest.py); measured 2026-11-28 (a profile under load,
+#: scaled to the quiet run's total); a stale figure costs time, never a result
+MODULE_SECONDS = {
+    "tests/test_bib_tasks.py": 168,
+    "tests/test_household_agents.py": 140,
+    "tests/test_gridworld_engine.py": 127,
+    "tests/test_ppo.py": 110,
+    "tests/test_bc.py": 109,
+    "tests/test_docs.py": 107,
+    "tests/test_babyai_generation.py": 92,
+    "tests/test_chaic_world.py": 88,
+    "tests/test_no_dynamic_loops.py": 76,
+    "tests/test_babyai_bot.py": 66,
+    "tests/test_excalibur_agents.py": 62,
+    "tests/test_bib_observers.py": 55,
+    "tests/test_chaic_render.py": 51,
+    "tests/test_excalibur_env.py": 51,
+    "tests/test_chaic_ppo.py": 50,
+    "tests/test_chaic_agents.py": 48,
+    "tests/test_babyai_differential.py": 47,
+    "tests/test_bib_voe.py": 47,
+    "tests/test_demos.py": 46,
+    "tests/test_household_hybrid.py": 45,
+    "tests/test_minigrid_navigation.py": 45,
+    "tests/test_gridworld_differential.py": 43,
+    "tests/test_chaic_throughput.py": 40,
+    "tests/test_chaic_bm.py": 40,
+    "tests/test_excalibur_houses.py": 39,
+    "tests/test_bib_learners.py": 37,
+    "tests/test_learners_networks.py": 30,
+    "tests/test_excalibur_answerer.py": 30,
+    "tests/test_household_demos.py": 29,
+    "tests/test_household_watch.py": 27,
+    "tests/test_household_world.py": 26,
+    "tests/test_autoreset.py": 25,
+    "tests/test_bib_json.py": 23,
+    "tests/test_bib_networks.py": 21,
+    "tests/test_minigrid_wfc.py": 19,
+    "tests/test_excalibur_questions.py": 18,
+    "tests/test_gridworld_generation.py": 17,
+    "tests/test_minigrid_obstructed_maze.py": 16,
+    "tests/test_chaic_env.py": 16,
+    "tests/test_bib_render.py": 15,
+    "tests/test_minigrid_object_tasks.py": 14,
+    "tests/test_bib_cli.py": 14,
+    "tests/test_excalibur_network.py": 14,
+    "tests/test_bib_throughput.py": 14,
+    "tests/test_babyai_bonus_open.py": 13,
+    "tests/test_household_cli.py": 12,
+    "tests/test_household_hrl.py": 40,
+    "tests/test_household_tasks.py": 11,
+    "tests/test_babyai_bonus_goto.py": 11,
+    "tests/test_household_solver.py": 11,
+    "tests/test_chaic_cli.py": 11,
+    "tests/test_render.py": 11,
+    "tests/test_household_belief.py": 10,
+    "tests/test_minigrid_registry.py": 10,
+    "tests/test_cli.py": 10,
+    "tests/test_household_render.py": 9,
+    "tests/test_bib_dataset.py": 9,
+    "tests/test_babyai_bonus_putnext.py": 8,
+    "tests/test_household_watch_relations.py": 30,
+}
+
+
+def work_scope(nodeid: str) -> str:
+    """Returns the xdist work unit of the test ``nodeid``: its ``SHARED_SCOPES`` group, else its module (or class),
+    as ``--dist loadscope`` would."""
+    return SHARED_SCOPES.get(nodeid.split("::", 1)[0], nodeid.rsplit("::", 1)[0])
+
+
+def unit_order(nodeid: str) -> tuple[int, str]:
+    """Returns the sort key of the test ``nodeid``: minus the seconds ``MODULE_SECONDS`` gives its module's work unit
+    (a ``SHARED_SCOPES`` group counts all its modules), then the unit's name, so that a unit's modules stay together."""
+    module = nodeid.split("::", 1)[0]
+    unit = SHARED_SCOPES.get(module, module)
+    members = [m for m, group in SHARED_SCOPES.items() if group == unit] or [module]
+    return -sum(MODULE_SECONDS.get(m, 0) for m in members), unit
