@@ -129,7 +129,8 @@ def test_subsample_spreads_frames_over_the_real_steps():
 
 
 def test_the_model_overfits_four_demonstrations(demos):
-    # the run's own jitted step and forward (shared with test_resume_equals_an_uninterrupted_run)
+    # the learning signal on a tiny set, with the default relational tokens and final observation: the run's own
+    # jitted step and forward (shared with test_resume_equals_an_uninterrupted_run)
     fns, bank = WR.compiled(CONFIGS["graph"]), WR.device_bank(demos)
     state = fns.init(jax.random.key(1))
     first, _ = WR.predict_all(fns, state["params"], bank, LENGTHS, STEPS, batch=2)

@@ -196,19 +196,6 @@ def test_grammar_decoding_recovers_sampled_goals_and_argmax_does_not_always():
         WA.decode(logits, "beam")
 
 
-def test_the_learning_signal_moves_on_a_tiny_set():
-    demos = make_demos()
-    config = WA.WatchConfig(d=16, lr=1e-2, batch=2, max_frames=4, validation_fraction=0.0)
-    fns, bank = WR.compiled(config), WR.device_bank(demos)
-    state = fns.init(jax.random.key(1))
-    first, _ = WR.predict_all(fns, state["params"], bank, LENGTHS, STEPS, batch=2)
-    for i in range(30):
-        rows = jnp.array([[0, 1], [2, 3]][i % 2], jnp.int32)
-        state, _ = fns.step(state, jax.random.key(i), bank, rows, steps=STEPS)
-    later, _ = WR.predict_all(fns, state["params"], bank, LENGTHS, STEPS, batch=2)
-    assert later.mean() < 0.5 * first.mean()
-
-
 def test_runs_from_before_the_relational_options_load_without_them(tmp_path):
     import json
 
