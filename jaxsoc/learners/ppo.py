@@ -21,6 +21,11 @@ mode while acting and while learning, as the reference does (batch statistics ov
 averages updated). The reference writes recomputed memories back into its buffer only inside a sequence,
 never into another sequence's start, so that write-back cannot change the result and is not reproduced.
 
+An environment whose step is a semi-MDP option (the Hybrid helper's) reports ``info["option_discount"]``
+(``gamma ** tau`` for an option of ``tau`` primitive steps); the transitions then carry it and ``gae`` uses it
+in place of ``gamma`` frame by frame. Every other environment's frames are discounted by ``gamma`` exactly as
+before.
+
 A2C (``algo="a2c"``) shares everything but the loss and the schedule: one pass over the whole batch, loss
 ``-advantage * log_prob - entropy_coef * entropy + value_coef * (value - return)^2``, RMSprop.
 """

@@ -1,30 +1,51 @@
 """Watch-And-Help's Hybrid helper (§5.2, appendix C.3 and C.5): a learned high-level policy chooses a goal
-predicate as Bob's subgoal, the regression planner executes it, and A2C trains the policy with Alice in the loop.
+predicate as Bob's subgoal, the regression planner executes it until it is done, and A2C trains the policy with
+Alice in the loop, after a behaviour-cloning warm start on the planning helper HP_TG.
 
-- ``HybridEnv``: the single-agent view in which the agent is Bob's high level. Its action is one of
+- ``HybridEnv``: the single-agent view in which the agent is Bob's high level, a semi-MDP. Its action is one of
   ``NUM_CHOICES = 31``: predicate ``p < 30`` ("put an object of class ``PRED_OBJECT[p]`` on / in the target of
   class ``PRED_TARGET_CLASS[p]``"; holds_book fetches a book, sit_sofa sits on the sofa, as the planner treats
-  them) or ``NOOP_CHOICE`` (30, do nothing). Each step Alice (``PlanningAlice``) acts; Bob updates his belief
-  from his observation and samples a world from it (``belief.update``, ``belief.sample_world``); the chosen
-  predicate becomes a one-entry ``planner.Subgoals`` (``predicate_subgoal``) whose first regression-planner
-  action (``planner.subgoal_action``) is Bob's action. Reward (App. C.3): +2 per goal predicate instance newly
-  satisfied by either character (-2 per one undone), -0.1 per step.
+  them) or ``NOOP_CHOICE`` (30, wait). One step is one *option*: the choice is executed for up to
+  ``OPTION_STEPS = 24`` primitive steps (a fixed-length ``lax.scan`` with a done mask; the steps after the
+  option ended change nothing). Each primitive step Alice (``PlanningAlice``) acts; Bob updates his belief from
+  his observation and samples a world from it (``belief.update``, ``belief.sample_world``); the choice becomes
+  a one-entry ``planner.Subgoals`` (``predicate_subgoal``, on the instance Bob keeps while it stays a
+  candidate) whose first regression-planner action (``planner.subgoal_action``) is Bob's action. The option
+  ends (``option_ended``) after the step that satisfies a new instance of its predicate (by either
+  character), after a step with nothing to do (wait, the predicate satisfied in Bob's sampled world, no
+  candidate object or destination: so a wait lasts one primitive step), when the episode ends (the episode's
+  primitive-step limit stays exact), or after 24 steps. Reward (App. C.3): +2 per goal predicate instance newly
+  satisfied by either character (-2 per one undone), -0.1 per primitive step, summed over the option's ``tau``
+  steps with ``gamma ** k``; ``info["option_discount"] = gamma ** tau`` is the bootstrap's discount, which
+  ``ppo.Trainer`` reads into ``gae``. The observation carries ``choice_mask`` bool[31] (``choice_mask``: the
+  goal's predicates not seen satisfied, and wait, always open) and the state HP_TG's choice for it
+  (``expert_choice``: the predicate of the subgoal the planner's tree search takes first, in a world sampled
+  from Bob's belief with Alice's true goal).
 - ``HybridPolicy`` (registered as ``"household-hybrid"``): Fig. 18's network, ``StateEncoder`` over Bob's
-  observation, a bag-of-predicates goal encoding gating the pooled state, an LSTM, actor over the 31 choices
-  and critic.
-- ``train``: A2C (RMSprop, lr 1e-4, gamma 0.95) in two stages, teleporting walks first, then 1 m walks, on the
-  1,011 training tasks, into a run directory (``run.json``, ``metrics.csv``, ``curves.png``, orbax checkpoints;
-  ``resume`` gives the uninterrupted run's result).
-- ``HybridHelper``: the trained policy as Bob for ``evaluate.play`` and ``jaxsoc household eval``;
-  ``HighLevel`` is its high level alone (``high_init``, ``high_choose``), for the HRL helper to pair with a
-  learned low level. ``load(run)`` and ``helper_from_run(run)`` read a run.
+  observation, a bag-of-predicates goal encoding gating the pooled state, an LSTM (one step per option), actor
+  over the 31 choices with the masked ones at ``MASKED_LOGIT`` (sampling, log-probabilities and entropy are the
+  masked distribution's), and critic.
+- ``train``: ``bc_updates`` cross-entropy steps on HP_TG's choices (``warm_start``, RMSprop; 0 for pure RL),
+  then A2C (RMSprop, lr 1e-4, gamma 0.95 per primitive step) in two stages, teleporting walks first, then 1 m
+  walks, on the 1,011 training tasks, into a run directory (``run.json``, ``metrics.csv``, ``curves.png``,
+  ``bc.csv`` / ``bc.json`` / ``bc.png``, orbax checkpoints; ``resume`` gives the uninterrupted run's result).
+- ``HybridHelper``: the trained policy as Bob for ``evaluate.play`` and ``jaxsoc household eval``, keeping each
+  choice until its option ends by the same rules; ``HighLevel`` is its high level alone (``high_init``,
+  ``high_choose``), for the HRL helper to pair with a learned low level. ``load(run)`` and
+  ``helper_from_run(run)`` read a run.
 
-Deviations from the paper, all small: the policy picks one of the 30 predicates (object and target class
-together) instead of two independent class heads (the 30 predicates are the only pairs a goal can hold); the
-goal encoding learns an embedding per predicate instead of word2vec class vectors; the LSTM also sees the goal
-encoding and the previous choice next to the gated state (the paper's gate alone cannot tell which predicates
-a goal holds once the state is gated); the two stages follow the released code (teleporting walks, then
-walking), Alice present in both, where the paper's text trains stage 1 without Alice.
+Deviations from the paper: the policy picks one of the 30 predicates (object and target class together) instead
+of two independent class heads (the 30 predicates are the only pairs a goal can hold), masked to the goal's open
+predicates (the paper's heads range over every class); the goal encoding learns an embedding per predicate
+instead of word2vec class vectors; the LSTM also sees the goal encoding and the previous choice next to the
+gated state (the paper's gate alone cannot tell which predicates a goal holds once the state is gated); the two
+stages follow the released code (teleporting walks, then walking), Alice present in both, where the paper's text
+trains stage 1 without Alice. The original code decides every 24 steps whatever happened; here an option also
+ends early when its predicate gains an instance or there is nothing left to do, so the high level is not left
+idle, and the discount follows the primitive steps (``gamma ** tau``), so a 24-step option is not valued as one
+step. The option's end uses the true satisfied counts (under the goal Bob conditions on): the environment's
+clock, read the same way by the helper. The warm start (HP_TG as a free expert) is this project's addition, to
+start A2C from a policy whose choices already matter.
 """
 
 from __future__ import annotations
