@@ -12,6 +12,7 @@ simulations); the environment's step is compiled once for the module."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jax
@@ -49,14 +50,16 @@ TINY = H.HybridConfig(
     max_steps=MAX_STEPS,
     chunk_updates=1,
     checkpoint_every=1,
-    bc_updates=2,
-    bc_epochs=1,
+    bc_updates=0,
 )
 
 
-def make_env(alice_simulations: int = SIMS, alice=None, gamma: float = GAMMA) -> H.HybridEnv:
+REAL_ENV = H.HybridEnv  # the class, before a test patches the module's name to build this module's env
+
+
+def make_env(alice_simulations: int = SIMS, alice=None, gamma: float = GAMMA, expert: bool = True) -> H.HybridEnv:
     """The module's environment: Alice at random (see the module docstring)."""
-    return H.HybridEnv(alice_simulations, alice=E.RandomAlice() if alice is None else alice, gamma=gamma)
+    return REAL_ENV(alice_simulations, alice=E.RandomAlice() if alice is None else alice, gamma=gamma, expert=expert)
 
 
 @pytest.fixture(scope="module")
@@ -257,7 +260,7 @@ def test_gae_with_per_frame_discounts():
 def test_trainer_carries_the_option_discount(bank):
     """The A2C trainer's transitions carry ``info["option_discount"]`` (traced only, nothing compiled)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(H, "HybridEnv", lambda sims, gamma: make_env(sims, gamma=gamma))
+        patch.setattr(H, "HybridEnv", lambda sims, **kw: make_env(sims, **kw))
         trainer = H.trainer(TINY, True, bank)
     runner = jax.eval_shape(trainer.init, jax.random.key(0))
     _, _, transitions, _, _ = jax.eval_shape(trainer._collect, runner)
@@ -301,7 +304,8 @@ def test_bc_raises_the_expert_choices_probability(env_fn, policy):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, bank):
-    """A run (warm start, then two A2C stages of one update each) and the same run interrupted after stage 1 and
+    """A pure-RL run (two A2C stages of one update each; the warm start is ``test_warm_start_in_a_run``'s) and
+    the same run interrupted after stage 1 and
     resumed. To compile one update only, both stages run stage 1's trainer here (the stages differ in
     ``HouseholdParams.teleport`` alone, checked in ``test_stages_use_teleporting_then_walking``); the stages
     requested are recorded. Alice acts at random (the module docstring)."""
@@ -315,7 +319,7 @@ def run(tmp_path_factory, bank):
     real_trainer = H.trainer
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(H, "trainer", one_trainer)
-        patch.setattr(H, "HybridEnv", lambda sims, gamma: make_env(sims, gamma=gamma))
+        patch.setattr(H, "HybridEnv", lambda sims, **kw: make_env(sims, **kw))
         summary = H.train(TINY, whole, progress=False, tasks=bank)
         first_part = H.train(TINY, parts, progress=False, tasks=bank, stop_after=1)
         resumed = H.train(TINY, parts, resume=True, progress=False, tasks=bank)
@@ -326,12 +330,11 @@ def run(tmp_path_factory, bank):
 def test_training_run_writes_its_files(run):
     summary, whole = run["summary"], run["whole"]
     assert summary["updates"] == 2 and summary["stage_updates"] == [1, 1] and summary["frames"] == 32
-    for name in ("run.json", "metrics.csv", "metrics.json", "curves.png", "bc.csv", "bc.json", "bc.png"):
+    for name in ("run.json", "metrics.csv", "metrics.json", "curves.png"):
         assert (whole / name).stat().st_size > 0
+    assert not (whole / "bc.csv").exists() and "bc" not in summary  # bc_updates=0: pure RL
     info = json.loads((whole / "run.json").read_text())
-    assert info["kind"] == "hybrid" and info["config"]["bc_updates"] == 2 and info["derived"]["num_tasks"] == N
-    bc = json.loads((whole / "bc.json").read_text())
-    assert bc["updates"] == 2 and bc["frames"] == 2 * TINY.frames_per_update and summary["bc"]["updates"] == 2
+    assert info["kind"] == "hybrid" and info["config"]["bc_updates"] == 0 and info["derived"]["num_tasks"] == N
     rows = json.loads((whole / "metrics.json").read_text())["rows"]
     assert [r["stage"] for r in rows] == [1, 2] and [r["update"] for r in rows] == [1, 2]
     assert all(0 <= r["entropy"] <= np.log(H.NUM_CHOICES) for r in rows)
@@ -347,6 +350,22 @@ def test_stages_use_teleporting_then_walking(bank, run):
     assert (c.algo, c.optimizer, c.lr, c.gamma, c.num_envs, c.minibatch_frames) == ("a2c", "rmsprop", 1e-3, 0.95, N, 16)
     assert H.HybridConfig().a2c().lr == 1e-4 and stage2.env_params.max_steps == MAX_STEPS
     assert stage2.env.gamma == GAMMA and H.HybridConfig().bc_updates == 100
+    assert not stage1.env.expert and stage1.env.with_expert().expert  # A2C spares the expert's search
+
+
+def test_warm_start_in_a_run(tmp_path, bank, run):
+    """A run with a warm start of two steps (one fresh expert batch each) writes ``bc.csv`` / ``bc.json`` /
+    ``bc.png`` and reports it in its summary; the A2C update after it is the pure-RL run's (shared)."""
+    config = dataclasses.replace(TINY, bc_updates=2, bc_epochs=1, stage2_frames=0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(H, "HybridEnv", lambda sims, **kw: make_env(sims, **kw))
+        summary = H.train(config, tmp_path, progress=False, tasks=bank)
+    for name in ("bc.csv", "bc.json", "bc.png", "metrics.csv"):
+        assert (tmp_path / name).stat().st_size > 0
+    bc = json.loads((tmp_path / "bc.json").read_text())
+    assert bc["updates"] == 2 and bc["frames"] == 2 * TINY.frames_per_update and summary["bc"]["updates"] == 2
+    assert 0 <= bc["last"]["first_accuracy"] <= 1 and np.isfinite(bc["last"]["first_loss"])
+    assert summary["updates"] == 1
 
 
 def test_training_run_two_stages_and_resume(run, bank):

@@ -66,6 +66,7 @@ from flax import struct
 from tqdm.auto import tqdm
 
 from jaxsoc.core import spaces
+from jaxsoc.core.autoreset import batched_step
 from jaxsoc.core.env import Environment
 from jaxsoc.envs.household import classes as C
 from jaxsoc.envs.household import env as E
@@ -280,12 +281,19 @@ class HybridEnv(Environment):
             ``expert_choice``.
         alice: another built-in Alice (an ``env.AlicePolicy``); overrides ``alice_simulations`` for Alice.
         gamma: the discount per primitive step within an option.
+        expert: compute HP_TG's choice (``expert_choice``) into the state at every observation (the warm
+            start's label; ``NOOP_CHOICE`` without, which spares a tree search per option). The random stream
+            is the same either way, so the episodes are too.
     """
 
     stochastic_step = True
 
     def __init__(
-        self, alice_simulations: int = P.NUM_SIMULATIONS, alice: E.AlicePolicy | None = None, gamma: float = 0.95
+        self,
+        alice_simulations: int = P.NUM_SIMULATIONS,
+        alice: E.AlicePolicy | None = None,
+        gamma: float = 0.95,
+        expert: bool = True,
     ) -> None:
         if alice_simulations < 1:
             raise ValueError(f"alice_simulations must be positive, got {alice_simulations}")
@@ -296,7 +304,12 @@ class HybridEnv(Environment):
         self.alice = alice
         self.expert_simulations = alice_simulations
         self.gamma = float(gamma)
+        self.expert = bool(expert)
         super().__init__()
+
+    def with_expert(self, expert: bool = True) -> HybridEnv:
+        """Returns this environment (same Alice, simulations and gamma) with ``expert`` on or off."""
+        return type(self)(self.expert_simulations, alice=self.alice, gamma=self.gamma, expert=expert)
 
     def default_params(self) -> E.HouseholdParams:
         return E.params_for("train")
@@ -306,6 +319,8 @@ class HybridEnv(Environment):
         return observation(world, world.goal_count, world.goal_target, state.choice)
 
     def _expert(self, key: jax.Array, state: HybridState) -> jax.Array:
+        if not self.expert:
+            return jnp.int32(NOOP_CHOICE)
         mask = self._observe(state)["choice_mask"]
         return expert_choice(key, state.belief, state.world, mask, self.expert_simulations)
 
@@ -724,7 +739,7 @@ def trainer(config: HybridConfig, teleport: bool, tasks: W.State | None = None) 
     if key not in _TRAINERS:
         params = E.HouseholdParams(tasks=tasks, max_steps=config.max_steps, teleport=teleport)
         E.check_params(params)
-        env = HybridEnv(config.alice_simulations, gamma=config.gamma)
+        env = HybridEnv(config.alice_simulations, gamma=config.gamma, expert=False)
         if len(_TRAINERS) >= 4:
             _TRAINERS.pop(next(iter(_TRAINERS)))
         _TRAINERS[key] = (ppo.Trainer(config.a2c(), env=env, env_params=params), tasks)  # tasks: keeps its id
@@ -765,16 +780,17 @@ def bc_loss(model: nn.Module, params: Any, obs: dict, mask: jax.Array, expert: j
     return loss, metrics
 
 
-def expert_rollout(tr: ppo.Trainer, key: jax.Array, carry: tuple, num_steps: int):
-    """Returns ``(carry, (obs, mask, expert))``: ``num_steps`` options of ``tr``'s batch of worlds following
-    HP_TG's choices (``HybridState.expert``), from ``carry = (obs, states, done)`` (``done`` bool[N]: the last
-    frame ended the episode); ``obs`` arrays ``[T, N, ...]`` the observations the choices were made on, ``mask``
-    float32[T, N] ``1 - done`` of the previous frame, ``expert`` int32[T, N]."""
+def expert_rollout(env: HybridEnv, params: E.HouseholdParams, key: jax.Array, carry: tuple, num_steps: int):
+    """Returns ``(carry, (obs, mask, expert))``: ``num_steps`` options of a batch of worlds of ``env`` (with
+    ``expert`` on) following HP_TG's choices (``HybridState.expert``), from ``carry = (obs, states, done)``
+    (``done`` bool[N]: the last frame ended the episode); ``obs`` arrays ``[T, N, ...]`` the observations the
+    choices were made on, ``mask`` float32[T, N] ``1 - done`` of the previous frame, ``expert`` int32[T, N]."""
+    env_step = batched_step(env)
 
     def body(carry, k):
         obs, states, done = carry
         expert = states.expert
-        new_obs, states, _, terminated, truncated, _ = tr._env_step(k, states, expert, tr.env_params)
+        new_obs, states, _, terminated, truncated, _ = env_step(k, states, expert, params)
         return (new_obs, states, terminated | truncated), (obs, 1.0 - done.astype(jnp.float32), expert)
 
     return jax.lax.scan(body, carry, jax.random.split(key, num_steps))
@@ -784,19 +800,21 @@ _BC_PROGRAMS: dict[tuple, Any] = {}
 
 
 def _bc_program(tr: ppo.Trainer, config: HybridConfig):
-    """Returns the jitted warm-start step of ``tr`` (cached): ``(params, opt_state, carry, key) -> (params,
-    opt_state, carry, metrics)``, one expert batch collected (``expert_rollout``) and ``bc_epochs`` RMSprop
-    steps on it; ``metrics`` are ``bc_loss``'s on the fresh batch before the steps (``first_*``) and after the
-    last but one step (``last_*``)."""
+    """Returns ``(program, env, tr)`` for ``tr``'s worlds (cached): ``env`` is ``tr``'s environment with the
+    expert on, ``program`` the jitted warm-start step ``(params, opt_state, carry, key) -> (params, opt_state,
+    carry, metrics)``: one expert batch collected (``expert_rollout``) and ``bc_epochs`` RMSprop steps on it;
+    ``metrics`` are ``bc_loss``'s on the fresh batch before the steps (``first_*``) and after the last but one
+    step (``last_*``)."""
     key = (id(tr), config.bc_epochs, config.bc_lr, config.num_steps, config.max_grad_norm)
     if key in _BC_PROGRAMS:
         return _BC_PROGRAMS[key]
     tx = _bc_optimizer(config)
     grad = jax.value_and_grad(functools.partial(bc_loss, tr.model), has_aux=True)
+    env = tr.env.with_expert(True)
 
     @jax.jit
     def program(params, opt_state, carry, key):
-        carry, (obs, mask, expert) = expert_rollout(tr, key, carry, config.num_steps)
+        carry, (obs, mask, expert) = expert_rollout(env, tr.env_params, key, carry, config.num_steps)
 
         def epoch(state, _):
             params, opt_state = state
@@ -811,7 +829,7 @@ def _bc_program(tr: ppo.Trainer, config: HybridConfig):
 
     if len(_BC_PROGRAMS) >= 4:
         _BC_PROGRAMS.pop(next(iter(_BC_PROGRAMS)))
-    _BC_PROGRAMS[key] = (program, tr)  # tr: keeps its id
+    _BC_PROGRAMS[key] = (program, env, tr)  # tr: keeps its id
     return _BC_PROGRAMS[key]
 
 
@@ -829,10 +847,10 @@ def warm_start(
     ``tr``'s worlds every ``bc_epochs`` steps, the worlds continuing from batch to batch), and one row per batch:
     ``update`` (steps so far), ``frames`` (expert frames so far), ``seconds``, and ``bc_loss``'s metrics on the
     fresh batch before its steps (``first_*``) and after its last step but one (``last_*``)."""
-    program, _ = _bc_program(tr, config)
+    program, env, _ = _bc_program(tr, config)
     opt_state = _bc_optimizer(config).init(params)
     k_reset, key = jax.random.split(key)
-    reset = jax.jit(jax.vmap(tr.env.reset_env, in_axes=(0, None)))
+    reset = jax.jit(jax.vmap(env.reset_env, in_axes=(0, None)))
     obs, states = reset(jax.random.split(k_reset, config.num_envs), tr.env_params)
     carry = (obs, states, jnp.ones(config.num_envs, bool))
     batches = -(-config.bc_updates // config.bc_epochs)
