@@ -85,7 +85,7 @@ def policy():
     """The tiny policy network and its initial parameters on a batch of observations of the environment."""
     model = H.HybridPolicy(H.PRESETS["tiny"])
     obs = jax.tree_util.tree_map(lambda x: jnp.zeros((N, *x.shape), x.dtype), _space_sample())
-    variables = model.init(jax.random.key(0), obs, model.initial_memory(N))
+    variables = jax.jit(model.init)(jax.random.key(0), obs, model.initial_memory(N))
     return model, variables["params"]
 
 
