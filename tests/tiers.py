@@ -132,7 +132,7 @@ MODULE_SECONDS = {
     "tests/test_babyai_differential.py": 47,
     "tests/test_bib_voe.py": 47,
     "tests/test_demos.py": 46,
-    "tests/test_household_hybrid.py": 45,
+    "tests/test_household_hybrid.py": 75,
     "tests/test_minigrid_navigation.py": 45,
     "tests/test_gridworld_differential.py": 43,
     "tests/test_chaic_throughput.py": 40,
