@@ -21,6 +21,11 @@ mode while acting and while learning, as the reference does (batch statistics ov
 averages updated). The reference writes recomputed memories back into its buffer only inside a sequence,
 never into another sequence's start, so that write-back cannot change the result and is not reproduced.
 
+An environment whose step is a semi-MDP option (the Hybrid helper's) reports ``info["option_discount"]``
+(``gamma ** tau`` for an option of ``tau`` primitive steps); the transitions then carry it and ``gae`` uses it
+in place of ``gamma`` frame by frame. Every other environment's frames are discounted by ``gamma`` exactly as
+before.
+
 A2C (``algo="a2c"``) shares everything but the loss and the schedule: one pass over the whole batch, loss
 ``-advantage * log_prob - entropy_coef * entropy + value_coef * (value - return)^2``, RMSprop.
 """
@@ -259,7 +264,9 @@ class Runner:
 
 
 class Transition(struct.PyTreeNode):
-    """One frame of every world: ``obs`` ``[N, ...]``, and ``[N]`` arrays."""
+    """One frame of every world: ``obs`` ``[N, ...]``, and ``[N]`` arrays. ``discount`` is the frame's own
+    discount ``float32[N]`` when the environment reports one (``info["option_discount"]``: a semi-MDP step
+    that took several primitive steps), else None (the config's ``gamma``)."""
 
     obs: Any
     mask: jax.Array
@@ -268,23 +275,34 @@ class Transition(struct.PyTreeNode):
     value: jax.Array
     reward: jax.Array
     done: jax.Array
+    discount: jax.Array | None = None
 
 
-def gae(values, rewards, dones, last_value, gamma: float, lam: float):
+def gae(values, rewards, dones, last_value, gamma: float, lam: float, discounts: jax.Array | None = None):
     """Returns ``(advantages, returns)`` ``float32[T, N]`` from ``[T, N]`` values, rewards and dones (the frame
-    ended its episode) and the bootstrap ``last_value [N]``; ``next_mask = 1 - done`` as the reference."""
+    ended its episode) and the bootstrap ``last_value [N]``; ``next_mask = 1 - done`` as the reference.
+
+    ``discounts`` (``float32[T, N]``, optional) replaces ``gamma`` frame by frame (a semi-MDP's ``gamma ** tau``
+    for a step of ``tau`` primitive steps): ``delta_t = r_t + d_t V_{t+1} (1 - done_t) - V_t`` and ``A_t = delta_t
+    + d_t lam (1 - done_t) A_{t+1}``. Without it every frame's discount is ``gamma`` (the same computation as
+    before discounts existed, bit for bit)."""
 
     def body(carry, x):
         advantage, next_value = carry
-        value, reward, done = x
+        if discounts is None:
+            value, reward, done = x
+            discount = gamma
+        else:
+            value, reward, done, discount = x
         next_mask = 1.0 - done
-        delta = reward + gamma * next_value * next_mask - value
-        advantage = delta + gamma * lam * next_mask * advantage
+        delta = reward + discount * next_value * next_mask - value
+        advantage = delta + discount * lam * next_mask * advantage
         return (advantage, value), advantage
 
-    _, advantages = jax.lax.scan(
-        body, (jnp.zeros_like(last_value), last_value), (values, rewards, dones.astype(jnp.float32)), reverse=True
-    )
+    xs = (values, rewards, dones.astype(jnp.float32))
+    if discounts is not None:
+        xs = xs + (jnp.asarray(discounts, jnp.float32),)
+    _, advantages = jax.lax.scan(body, (jnp.zeros_like(last_value), last_value), xs, reverse=True)
     return advantages, advantages + values
 
 
@@ -434,7 +452,9 @@ class Trainer:
             "return_sum": jnp.where(done, episode_return, 0.0).sum(),
             "length_sum": jnp.where(done, episode_length, 0).sum(),
         }
-        transition = Transition(runner.obs, mask, action, log_prob, value, reward * c.reward_scale, done)
+        discount = info.get("option_discount")  # a semi-MDP env's gamma ** tau; None: the config's gamma
+        discount = None if discount is None else jnp.asarray(discount, jnp.float32)
+        transition = Transition(runner.obs, mask, action, log_prob, value, reward * c.reward_scale, done, discount)
         runner = runner.replace(
             batch_stats=batch_stats,
             env_states=env_states,
@@ -563,7 +583,13 @@ class Trainer:
         memory = registry.reset_memory(runner.memory, 1.0 - runner.done.astype(jnp.float32))
         (_, last_value, _), _ = self._apply(runner.params, runner.batch_stats, runner.obs, memory, context)
         advantages, returns = gae(
-            transitions.value, transitions.reward, transitions.done, last_value, c.gamma, c.gae_lambda
+            transitions.value,
+            transitions.reward,
+            transitions.done,
+            last_value,
+            c.gamma,
+            c.gae_lambda,
+            transitions.discount,
         )
         runner, metrics = self._learn(runner, transitions, starts, advantages, returns)
         runner = runner.replace(update=runner.update + 1)

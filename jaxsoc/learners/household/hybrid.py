@@ -1,35 +1,57 @@
 """Watch-And-Help's Hybrid helper (§5.2, appendix C.3 and C.5): a learned high-level policy chooses a goal
-predicate as Bob's subgoal, the regression planner executes it, and A2C trains the policy with Alice in the loop.
+predicate as Bob's subgoal, the regression planner executes it until it is done, and A2C trains the policy with
+Alice in the loop, after a behaviour-cloning warm start on the planning helper HP_TG.
 
-- ``HybridEnv``: the single-agent view in which the agent is Bob's high level. Its action is one of
+- ``HybridEnv``: the single-agent view in which the agent is Bob's high level, a semi-MDP. Its action is one of
   ``NUM_CHOICES = 31``: predicate ``p < 30`` ("put an object of class ``PRED_OBJECT[p]`` on / in the target of
   class ``PRED_TARGET_CLASS[p]``"; holds_book fetches a book, sit_sofa sits on the sofa, as the planner treats
-  them) or ``NOOP_CHOICE`` (30, do nothing). Each step Alice (``PlanningAlice``) acts; Bob updates his belief
-  from his observation and samples a world from it (``belief.update``, ``belief.sample_world``); the chosen
-  predicate becomes a one-entry ``planner.Subgoals`` (``predicate_subgoal``) whose first regression-planner
-  action (``planner.subgoal_action``) is Bob's action. Reward (App. C.3): +2 per goal predicate instance newly
-  satisfied by either character (-2 per one undone), -0.1 per step.
+  them) or ``NOOP_CHOICE`` (30, wait). One step is one *option*: the choice is executed for up to
+  ``OPTION_STEPS = 24`` primitive steps (a fixed-length ``lax.scan`` with a done mask; the steps after the
+  option ended change nothing). Each primitive step Alice (``PlanningAlice``) acts; Bob updates his belief from
+  his observation and samples a world from it (``belief.update``, ``belief.sample_world``); the choice becomes
+  a one-entry ``planner.Subgoals`` (``predicate_subgoal``, on the instance Bob keeps while it stays a
+  candidate) whose first regression-planner action (``planner.subgoal_action``) is Bob's action. The option
+  ends (``option_ended``) after the step that satisfies a new instance of its predicate (by either
+  character), after a step with nothing to do (wait, the predicate satisfied in Bob's sampled world, no
+  candidate object or destination: so a wait lasts one primitive step), when the episode ends (the episode's
+  primitive-step limit stays exact), or after 24 steps. Reward (App. C.3): +2 per goal predicate instance newly
+  satisfied by either character (-2 per one undone), -0.1 per primitive step, summed over the option's ``tau``
+  steps with ``gamma ** k``; ``info["option_discount"] = gamma ** tau`` is the bootstrap's discount, which
+  ``ppo.Trainer`` reads into ``gae``. The observation carries ``choice_mask`` bool[31] (``choice_mask``: the
+  goal's predicates not seen satisfied, and wait, always open) and the state HP_TG's choice for it
+  (``expert_choice``: the predicate of the subgoal the planner's tree search takes first, in a world sampled
+  from Bob's belief with Alice's true goal).
 - ``HybridPolicy`` (registered as ``"household-hybrid"``): Fig. 18's network, ``StateEncoder`` over Bob's
-  observation, a bag-of-predicates goal encoding gating the pooled state, an LSTM, actor over the 31 choices
-  and critic.
-- ``train``: A2C (RMSprop, lr 1e-4, gamma 0.95) in two stages, teleporting walks first, then 1 m walks, on the
-  1,011 training tasks, into a run directory (``run.json``, ``metrics.csv``, ``curves.png``, orbax checkpoints;
-  ``resume`` gives the uninterrupted run's result).
-- ``HybridHelper``: the trained policy as Bob for ``evaluate.play`` and ``jaxsoc household eval``;
-  ``HighLevel`` is its high level alone (``high_init``, ``high_choose``), for the HRL helper to pair with a
-  learned low level. ``load(run)`` and ``helper_from_run(run)`` read a run.
+  observation, a bag-of-predicates goal encoding gating the pooled state, an LSTM (one step per option), actor
+  over the 31 choices with the masked ones at ``MASKED_LOGIT`` (sampling, log-probabilities and entropy are the
+  masked distribution's), and critic.
+- ``train``: ``bc_updates`` cross-entropy steps on HP_TG's choices (``warm_start``, RMSprop; 0 for pure RL),
+  then A2C (RMSprop, lr 1e-4, gamma 0.95 per primitive step) in two stages, teleporting walks first, then 1 m
+  walks, on the 1,011 training tasks, into a run directory (``run.json``, ``metrics.csv``, ``curves.png``,
+  ``bc.csv`` / ``bc.json`` / ``bc.png``, orbax checkpoints; ``resume`` gives the uninterrupted run's result).
+- ``HybridHelper``: the trained policy as Bob for ``evaluate.play`` and ``jaxsoc household eval``, keeping each
+  choice until its option ends by the same rules; ``HighLevel`` is its high level alone (``high_init``,
+  ``high_choose``), for the HRL helper to pair with a learned low level. ``load(run)`` and
+  ``helper_from_run(run)`` read a run.
 
-Deviations from the paper, all small: the policy picks one of the 30 predicates (object and target class
-together) instead of two independent class heads (the 30 predicates are the only pairs a goal can hold); the
-goal encoding learns an embedding per predicate instead of word2vec class vectors; the LSTM also sees the goal
-encoding and the previous choice next to the gated state (the paper's gate alone cannot tell which predicates
-a goal holds once the state is gated); the two stages follow the released code (teleporting walks, then
-walking), Alice present in both, where the paper's text trains stage 1 without Alice.
+Deviations from the paper: the policy picks one of the 30 predicates (object and target class together) instead
+of two independent class heads (the 30 predicates are the only pairs a goal can hold), masked to the goal's open
+predicates (the paper's heads range over every class); the goal encoding learns an embedding per predicate
+instead of word2vec class vectors; the LSTM also sees the goal encoding and the previous choice next to the
+gated state (the paper's gate alone cannot tell which predicates a goal holds once the state is gated); the two
+stages follow the released code (teleporting walks, then walking), Alice present in both, where the paper's text
+trains stage 1 without Alice. The original code decides every 24 steps whatever happened; here an option also
+ends early when its predicate gains an instance or there is nothing left to do, so the high level is not left
+idle, and the discount follows the primitive steps (``gamma ** tau``), so a 24-step option is not valued as one
+step. The option's end uses the true satisfied counts (under the goal Bob conditions on): the environment's
+clock, read the same way by the helper. The warm start (HP_TG as a free expert) is this project's addition, to
+start A2C from a policy whose choices already matter.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 from pathlib import Path
@@ -39,10 +61,12 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from flax import struct
 from tqdm.auto import tqdm
 
 from jaxsoc.core import spaces
+from jaxsoc.core.autoreset import batched_step
 from jaxsoc.core.env import Environment
 from jaxsoc.envs.household import classes as C
 from jaxsoc.envs.household import env as E
@@ -58,13 +82,15 @@ from jaxsoc.learners.household.encoder import StateEncoder
 from jaxsoc.learners.networks import registry
 from jaxsoc.learners.networks.layers import LSTMCell
 from jaxsoc.learners.rl_run import metric_rows
-from jaxsoc.learners.run_log import MetricsLog, write_json
+from jaxsoc.learners.run_log import MetricsLog, plot_curves, write_json
 
 BOB = 1
 NOOP_CHOICE = PR.NUM_PREDICATES
 NUM_CHOICES = PR.NUM_PREDICATES + 1
 STEP_PENALTY = 0.1
 PREDICATE_REWARD = 2.0
+#: the most primitive steps one option (one choice of the high level) lasts: the original code's decision period
+OPTION_STEPS = 24
 NETWORK = "household-hybrid"
 RUN_JSON = "run.json"
 CHECKPOINTS = "checkpoints"
@@ -88,7 +114,8 @@ def predicate_subgoal(
 ) -> P.Subgoals:
     """Returns the one-entry ``planner.Subgoals`` (arrays ``[1]``) for Bob's ``choice`` in ``world`` (his sampled
     world, carrying the goal he conditions on); ``valid[0]`` False when there is nothing to do (the noop choice,
-    no candidate object, no destination).
+    the predicate already satisfied in ``world`` as many times as its goal asks, no candidate object, no
+    destination).
 
     The object is an instance of the predicate's class that does not count towards the goal already, is not
     at the destination already and is not in Alice's hands: one Bob holds, else ``keep`` (the instance of the
@@ -111,7 +138,9 @@ def predicate_subgoal(
     obj = jnp.argmax(jnp.where(pool, jax.random.uniform(key, (W.NUM_NODES,)), -1.0))
     sit = p == P.SIT
     holds = p == P.HOLDS
-    valid = (choice >= 0) & (choice < NOOP_CHOICE) & jnp.where(sit, dest >= 0, cand.any() & ((dest >= 0) | holds))
+    open_ = W.satisfied(world)[p] < world.goal_count[p].astype(jnp.int32)
+    valid = (choice >= 0) & (choice < NOOP_CHOICE) & open_
+    valid = valid & jnp.where(sit, dest >= 0, cand.any() & ((dest >= 0) | holds))
     obj = jnp.where(valid & ~sit, obj, -1)
     one = lambda x: jnp.asarray(x, jnp.int32)[None]  # noqa: E731
     return P.Subgoals(
@@ -127,11 +156,12 @@ def execute(
     goal_target: jax.Array,
     choice: jax.Array,
     keep: jax.Array,
-) -> tuple[jax.Array, B.Belief, jax.Array]:
-    """Returns ``(action int32, belief, obj int32)``: Bob's low-level action for ``choice`` in the true
-    ``state`` (the regression planner's first action in a world sampled from his updated belief, with the goal
-    ``goal_count`` int8[30] / ``goal_target`` int16[30]), his belief after this step's observation and sample,
-    and the subgoal's object (-1 for none; pass it as ``keep`` next step while the choice stays the same)."""
+) -> tuple[jax.Array, B.Belief, jax.Array, jax.Array]:
+    """Returns ``(action int32, belief, obj int32, valid bool)``: Bob's low-level action for ``choice`` in the
+    true ``state`` (the regression planner's first action in a world sampled from his updated belief, with the
+    goal ``goal_count`` int8[30] / ``goal_target`` int16[30]; a noop when there is nothing to do), his belief
+    after this step's observation and sample, the subgoal's object (-1 for none; pass it as ``keep`` next step
+    while the choice stays the same) and whether there was something to do (``predicate_subgoal``'s valid)."""
     k_sample, k_pick = jax.random.split(key)
     belief = B.update(belief, state, BOB)
     belief, world = B.sample_world(k_sample, belief, state, BOB)
@@ -139,7 +169,62 @@ def execute(
     seen = W.view(state, BOB).visible
     goals = predicate_subgoal(k_pick, world, choice, seen, keep)
     action = P.subgoal_action(world, BOB, goals, jnp.where(goals.valid[0], 0, -1), seen)
-    return action, belief, goals.obj[0]
+    return action, belief, goals.obj[0], goals.valid[0]
+
+
+def option_ended(choice: jax.Array, valid: jax.Array, before: jax.Array, after: jax.Array, steps: jax.Array):
+    """Returns ``bool``: whether the option ``choice`` ends after a primitive step: there was nothing to do
+    (``valid`` False: the wait choice, the predicate satisfied in Bob's sampled world, no candidate object or no
+    destination; a wait option therefore lasts one primitive step), an instance of the chosen predicate became
+    satisfied (``after[p] > before[p]``, the satisfied counts ``int32[30]`` before / after the step, by either
+    character) or the option has taken ``steps >= OPTION_STEPS`` primitive steps."""
+    p = jnp.clip(choice, 0, PR.NUM_PREDICATES - 1)
+    return ~valid | (after[p] > before[p]) | (steps >= OPTION_STEPS)
+
+
+_PLACES = jnp.asarray((PR.PRED_KIND == PR.ON_KIND) | (PR.PRED_KIND == PR.INSIDE_KIND))
+
+
+def choice_mask(obs: dict) -> jax.Array:
+    """Returns ``bool[..., 31]``: the choices open to the high level from Bob's observation ``obs`` (arrays with
+    any leading axes; its ``goal`` / ``goal_target`` filled in): the goal's predicates not seen satisfied (a
+    placing predicate with fewer instances seen at its target, ``visible`` objects of its class whose ``parent``
+    is the goal's target with the predicate's relation, than the goal asks for; holds_book and sit_sofa while
+    they are in the goal, as Bob cannot see whether they hold), and wait (``NOOP_CHOICE``), always open."""
+    goal = jnp.asarray(obs["goal"], jnp.int32)
+    target = jnp.asarray(obs["goal_target"], jnp.int32)
+    cls = jnp.asarray(obs["class"], jnp.int32)[..., None, :]
+    parent = jnp.asarray(obs["parent"], jnp.int32)[..., None, :]
+    relation = jnp.asarray(obs["parent_relation"], jnp.int32)[..., None, :]
+    hit = (
+        jnp.asarray(obs["visible"])[..., None, :]
+        & (cls == jnp.asarray(PR.PRED_OBJECT, jnp.int32)[:, None])
+        & (parent == target[..., :, None])
+        & (target[..., :, None] >= 0)
+        & (relation == jnp.asarray(_RELATION, jnp.int32)[:, None])
+    )
+    seen = hit.sum(-1)
+    open_ = (goal > 0) & jnp.where(_PLACES, seen < goal, True)
+    return jnp.concatenate([open_, jnp.ones(open_.shape[:-1] + (1,), bool)], -1)
+
+
+def expert_choice(
+    key: jax.Array, belief: B.Belief, state: W.State, mask: jax.Array, num_simulations: int = P.NUM_SIMULATIONS
+) -> jax.Array:
+    """Returns ``int32``: the choice HP_TG (the planning helper given ``state``'s goal, Alice's true one) would
+    pursue next: the predicate of the subgoal its tree search (``planner.search`` over ``planner.subgoals`` in
+    a world sampled from Bob's ``belief`` updated with this observation) takes first, ``NOOP_CHOICE`` when it
+    has none or the predicate is outside ``mask`` (``bool[31]``, ``choice_mask``)."""
+    k_sample, k_search = jax.random.split(key)
+    belief = B.update(belief, state, BOB)
+    _, world = B.sample_world(k_sample, belief, state, BOB)
+    world = world.replace(goal_count=state.goal_count, goal_target=state.goal_target)
+    seen = W.view(state, BOB).visible
+    goals = P.subgoals(world, BOB, seen)
+    index, _ = P.search(k_search, world, BOB, goals, num_simulations)
+    pred = jnp.where(index >= 0, goals.pred[jnp.maximum(index, 0)], NOOP_CHOICE)
+    pred = jnp.where((pred >= 0) & (pred < NOOP_CHOICE), pred, NOOP_CHOICE)
+    return jnp.where(mask[pred], pred, NOOP_CHOICE).astype(jnp.int32)
 
 
 # -- the environment -------------------------------------------------------------------------------------------
@@ -147,52 +232,84 @@ def execute(
 
 class HybridState(struct.PyTreeNode):
     """``world``: the household; ``alice``: Alice's memory; ``belief``: Bob's belief; ``choice`` int32: the
-    predicate chosen at the previous step (-1 at the start); ``subgoal_obj`` int32: its object (-1 none)."""
+    option chosen at the previous step (-1 at the start); ``subgoal_obj`` int32: its object (-1 none);
+    ``expert`` int32: HP_TG's choice for the current observation (``expert_choice``, the warm start's label)."""
 
     world: W.State
     alice: Any
     belief: B.Belief
     choice: jax.Array
     subgoal_obj: jax.Array
+    expert: jax.Array
 
 
 def observation(world: W.State, goal_count: jax.Array, goal_target: jax.Array, last_choice: jax.Array) -> dict:
     """Returns the policy's observation: Bob's observation (``world.observe``) with the goal ``goal_count`` /
-    ``goal_target`` in its ``goal`` / ``goal_target`` fields, and ``last_choice`` int32 (the previous choice,
-    -1 at the start of an episode)."""
+    ``goal_target`` in its ``goal`` / ``goal_target`` fields, ``last_choice`` int32 (the previous choice, -1 at
+    the start of an episode) and ``choice_mask`` bool[31] (``choice_mask``)."""
     obs = W.observe(world, BOB, False)
-    return dict(
+    obs = dict(
         obs,
         goal=jnp.asarray(goal_count, jnp.int8),
         goal_target=jnp.asarray(goal_target, jnp.int16),
         last_choice=jnp.asarray(last_choice, jnp.int32),
     )
+    return dict(obs, choice_mask=choice_mask(obs))
 
 
 def observation_space() -> spaces.Dict:
     """Returns the space of ``HybridEnv``'s observations."""
     base = E.observation_space().spaces
-    return spaces.Dict({**base, "last_choice": spaces.Box(-1, NUM_CHOICES - 1, (), jnp.int32)})
+    return spaces.Dict(
+        {
+            **base,
+            "last_choice": spaces.Box(-1, NUM_CHOICES - 1, (), jnp.int32),
+            "choice_mask": spaces.Box(0, 1, (NUM_CHOICES,), jnp.bool_),
+        }
+    )
 
 
 class HybridEnv(Environment):
-    """Bob's high level with a built-in Alice (module docstring); params: ``env.HouseholdParams`` (``teleport``:
-    stage 1). ``info``: ``advance``'s plus ``alice_action``, ``bob_action`` and ``subgoal_obj``.
+    """Bob's high level with a built-in Alice, as a semi-MDP (module docstring): one step is one option of up to
+    ``OPTION_STEPS`` primitive steps. params: ``env.HouseholdParams`` (``teleport``: stage 1). ``info``:
+    ``advance``'s of the option's last primitive step plus ``alice_action``, ``bob_action`` (that step's),
+    ``subgoal_obj``, ``option_steps`` (int32, the primitive steps ``tau`` it took) and ``option_discount``
+    (float32 ``gamma ** tau``, the bootstrap's discount).
 
     Args:
-        alice_simulations: Alice's tree-search simulations (``PlanningAlice``).
-        alice: another built-in Alice (an ``env.AlicePolicy``); overrides ``alice_simulations``.
+        alice_simulations: Alice's tree-search simulations (``PlanningAlice``), also HP_TG's for
+            ``expert_choice``.
+        alice: another built-in Alice (an ``env.AlicePolicy``); overrides ``alice_simulations`` for Alice.
+        gamma: the discount per primitive step within an option.
+        expert: compute HP_TG's choice (``expert_choice``) into the state at every observation (the warm
+            start's label; ``NOOP_CHOICE`` without, which spares a tree search per option). The random stream
+            is the same either way, so the episodes are too.
     """
 
     stochastic_step = True
 
-    def __init__(self, alice_simulations: int = P.NUM_SIMULATIONS, alice: E.AlicePolicy | None = None) -> None:
+    def __init__(
+        self,
+        alice_simulations: int = P.NUM_SIMULATIONS,
+        alice: E.AlicePolicy | None = None,
+        gamma: float = 0.95,
+        expert: bool = True,
+    ) -> None:
+        if alice_simulations < 1:
+            raise ValueError(f"alice_simulations must be positive, got {alice_simulations}")
+        if not 0 <= gamma <= 1:
+            raise ValueError(f"gamma must be in [0, 1], got {gamma}")
         if alice is None:
-            if alice_simulations < 1:
-                raise ValueError(f"alice_simulations must be positive, got {alice_simulations}")
             alice = AG.PlanningAlice(AG.PlanningAgent(char=0, num_simulations=alice_simulations))
         self.alice = alice
+        self.expert_simulations = alice_simulations
+        self.gamma = float(gamma)
+        self.expert = bool(expert)
         super().__init__()
+
+    def with_expert(self, expert: bool = True) -> HybridEnv:
+        """Returns this environment (same Alice, simulations and gamma) with ``expert`` on or off."""
+        return type(self)(self.expert_simulations, alice=self.alice, gamma=self.gamma, expert=expert)
 
     def default_params(self) -> E.HouseholdParams:
         return E.params_for("train")
@@ -201,8 +318,14 @@ class HybridEnv(Environment):
         world = state.world
         return observation(world, world.goal_count, world.goal_target, state.choice)
 
+    def _expert(self, key: jax.Array, state: HybridState) -> jax.Array:
+        if not self.expert:
+            return jnp.int32(NOOP_CHOICE)
+        mask = self._observe(state)["choice_mask"]
+        return expert_choice(key, state.belief, state.world, mask, self.expert_simulations)
+
     def reset_env(self, key, params):
-        k_task, k_alice = jax.random.split(key)
+        k_task, k_alice, k_expert = jax.random.split(key, 3)
         world = E.draw_task(k_task, params)
         state = HybridState(
             world=world,
@@ -210,23 +333,62 @@ class HybridEnv(Environment):
             belief=B.init(world),
             choice=jnp.int32(-1),
             subgoal_obj=jnp.int32(-1),
+            expert=jnp.int32(NOOP_CHOICE),
         )
+        state = state.replace(expert=self._expert(k_expert, state))
         return self._observe(state), state
 
-    def _transition(self, key, state: HybridState, action, params):
+    def _primitive(self, key, state: HybridState, choice, keep, params):
+        """Returns ``(state, reward, terminated, truncated, info, valid)`` after one primitive step of both
+        characters, Bob executing ``choice`` (``execute``)."""
         k_alice, k_bob, k_step = jax.random.split(key, 3)
         world = state.world
         alice_obs = W.observe(world, 0, params.goal_for[0])
         alice_action, alice = self.alice.act(k_alice, state.alice, alice_obs, world, params)
-        choice = jnp.asarray(action, jnp.int32)
-        keep = jnp.where(choice == state.choice, state.subgoal_obj, -1)
-        bob_action, belief, obj = execute(k_bob, state.belief, world, world.goal_count, world.goal_target, choice, keep)
+        bob_action, belief, obj, valid = execute(
+            k_bob, state.belief, world, world.goal_count, world.goal_target, choice, keep
+        )
         before = W.progress(world)[0]
         world, _, terminated, truncated, info = E.advance(k_step, world, jnp.stack([alice_action, bob_action]), params)
         reward = PREDICATE_REWARD * (info["achieved"] - before) - STEP_PENALTY
         info = dict(info, alice_action=alice_action, bob_action=bob_action, subgoal_obj=obj)
-        state = HybridState(world=world, alice=alice, belief=belief, choice=choice, subgoal_obj=obj)
-        return state, reward.astype(jnp.float32), terminated, truncated, info
+        state = state.replace(world=world, alice=alice, belief=belief, choice=choice, subgoal_obj=obj)
+        return state, reward.astype(jnp.float32), terminated, truncated, info, valid
+
+    def _transition(self, key, state: HybridState, action, params):
+        k_steps, k_expert = jax.random.split(key)
+        choice = jnp.asarray(action, jnp.int32)
+        keep0 = jnp.where(choice == state.choice, state.subgoal_obj, -1)
+        gamma = jnp.float32(self.gamma)
+        shapes = jax.eval_shape(lambda s: self._primitive(k_steps, s, choice, keep0, params)[4], state)
+        info0 = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
+
+        def body(carry, k):
+            st, alive, tau, ret, disc, term, trunc, info = carry
+            keep = jnp.where(tau == 0, keep0, st.subgoal_obj)
+            sat = W.satisfied(st.world)
+            new, reward, t, tr, step_info, valid = self._primitive(k, st, choice, keep, params)
+            ended = option_ended(choice, valid, sat, step_info["satisfied"], tau + 1) | t | tr
+            pick = lambda a, b: jax.tree_util.tree_map(lambda x, y: jnp.where(alive, x, y), a, b)  # noqa: E731
+            carry = (
+                pick(new, st),
+                alive & ~ended,
+                jnp.where(alive, tau + 1, tau),
+                jnp.where(alive, ret + disc * reward, ret),
+                jnp.where(alive, disc * gamma, disc),
+                jnp.where(alive, t, term),
+                jnp.where(alive, tr, trunc),
+                pick(step_info, info),
+            )
+            return carry, None
+
+        no = jnp.array(False)
+        carry = (state, jnp.array(True), jnp.int32(0), jnp.float32(0.0), jnp.float32(1.0), no, no, info0)
+        carry, _ = jax.lax.scan(body, carry, jax.random.split(k_steps, OPTION_STEPS))
+        state, _, tau, ret, disc, terminated, truncated, info = carry
+        state = state.replace(expert=self._expert(k_expert, state))
+        info = dict(info, option_steps=tau, option_discount=disc, expert_choice=state.expert)
+        return state, ret, terminated, truncated, info
 
     def step_env(self, key, state, action, params):
         state, reward, terminated, truncated, info = self._transition(key, state, action, params)
@@ -275,7 +437,8 @@ class HybridNetConfig:
 
 PRESETS = {"paper": HybridNetConfig(d=128), "tiny": HybridNetConfig(d=16)}
 _OBS_KEYS = ("class", "states", "position", "visible", "relation", "parent_relation", "agent_position")
-_OBS_KEYS += ("agent_visible", "goal", "last_choice")
+_OBS_KEYS += ("agent_visible", "goal", "last_choice", "choice_mask")
+MASKED_LOGIT = -1e9
 
 
 def _check(config: HybridNetConfig, space: Any) -> None:
@@ -322,12 +485,15 @@ class HybridPolicy(nn.Module):
         return {"goal": goal, "gate": jax.nn.sigmoid(self.gate(goal))}
 
     def step(self, obs: dict, context: dict, memory: dict, train: bool = False):
-        """Returns ``(log_probs float32[B, num_actions], value float32[B], memory)``."""
+        """Returns ``(log_probs float32[B, num_actions], value float32[B], memory)``; the choices outside
+        ``obs["choice_mask"]`` (bool[B, 31]) get the logit ``MASKED_LOGIT`` before the softmax, so they are never
+        sampled and carry no probability (log-probabilities and the entropy are the masked distribution's)."""
         _, pooled, _ = self.encoder(obs, train)
         previous = self.previous(jnp.clip(obs["last_choice"].astype(jnp.int32) + 1, 0, NUM_CHOICES))
         x = jnp.concatenate([context["gate"] * pooled, context["goal"], previous], -1)
         (h, c), out = self.lstm((memory["h"], memory["c"]), nn.relu(self.inputs(x)))
-        return jax.nn.log_softmax(self.actor(out)), self.critic(out)[:, 0], {"h": h, "c": c}
+        logits = jnp.where(obs["choice_mask"], self.actor(out), MASKED_LOGIT)
+        return jax.nn.log_softmax(logits), self.critic(out)[:, 0], {"h": h, "c": c}
 
     def __call__(self, obs: dict, memory: dict, train: bool = False):
         """Returns ``step(obs, encode_context(obs), memory, train)``."""
@@ -361,9 +527,12 @@ class HighLevel:
         return HighMemory(lstm=lstm, last_choice=jnp.int32(-1))
 
     def high_choose(self, params: Any, key: jax.Array, memory: HighMemory, obs: dict) -> tuple[jax.Array, HighMemory]:
-        """Returns ``(choice int32, memory)``: a predicate in [0, 30) or ``NOOP_CHOICE``, from Bob's observation
-        ``obs`` (``world.observe`` with the goal filled in, no batch axis) under the network's ``params``."""
+        """Returns ``(choice int32, memory)``: a predicate in [0, 30) or ``NOOP_CHOICE``, within the choice mask,
+        from Bob's observation ``obs`` (``world.observe`` with the goal filled in, no batch axis; its
+        ``choice_mask`` is computed, ``choice_mask``, when it has none) under the network's ``params``."""
         obs = dict(obs, last_choice=memory.last_choice)
+        if "choice_mask" not in obs:
+            obs["choice_mask"] = choice_mask(obs)
         batch = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], (obs, memory.lstm))
         log_probs, _, lstm = self.policy.apply({"params": params}, *batch)
         choice = jnp.argmax(log_probs[0]) if self.greedy else jax.random.categorical(key, log_probs[0])
@@ -373,22 +542,30 @@ class HighLevel:
 
 class HybridMemory(struct.PyTreeNode):
     """``HybridHelper``'s memory: its ``belief``, the goal it conditions on (``goal_count`` int8[30],
-    ``goal_target`` int16[30]), the high level's memory ``high`` and the current subgoal object
-    ``subgoal_obj`` (-1 none)."""
+    ``goal_target`` int16[30]), the high level's memory ``high``, the current option (``choice`` int32, -1 before
+    the first; ``since`` int32 the primitive steps it has taken; ``valid`` bool whether its last step had
+    something to do), its object ``subgoal_obj`` (-1 none) and ``satisfied`` int32[30] the satisfied counts
+    (under the goal it conditions on) at the previous step."""
 
     belief: B.Belief
     goal_count: jax.Array
     goal_target: jax.Array
     high: HighMemory
     subgoal_obj: jax.Array
+    choice: jax.Array
+    since: jax.Array
+    valid: jax.Array
+    satisfied: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
 class HybridHelper:
-    """The Hybrid helper as Bob (an agent for ``evaluate.play``): ``policy`` and its ``params`` choose a
-    predicate each step (``greedy``: the most likely one, else sampled), the regression planner executes it in
-    a world sampled from Bob's belief (``execute``). It helps with the goal of the state its ``init`` gets
-    (``play`` passes the inferred goal there)."""
+    """The Hybrid helper as Bob (an agent for ``evaluate.play``): ``policy`` and its ``params`` choose an option
+    (``greedy``: the most likely choice, else sampled) which Bob keeps, the regression planner executing it in a
+    world sampled from his belief each primitive step (``execute``), until it ends as ``HybridEnv``'s options do
+    (``option_ended``: nothing to do, an instance of its predicate newly satisfied or the predicate satisfied,
+    ``OPTION_STEPS`` steps); then the policy chooses again. It helps with the goal of the state its ``init``
+    gets (``play`` passes the inferred goal there)."""
 
     policy: HybridPolicy
     params: Any
@@ -406,17 +583,38 @@ class HybridHelper:
             goal_target=state.goal_target.astype(jnp.int16),
             high=self.high.high_init(key, state),
             subgoal_obj=jnp.int32(-1),
+            choice=jnp.int32(-1),
+            since=jnp.int32(0),
+            valid=jnp.array(False),
+            satisfied=jnp.zeros(PR.NUM_PREDICATES, jnp.int32),
         )
 
     def act(self, key: jax.Array, memory: HybridMemory, state: W.State, partner: Any = None):
-        """Returns ``(action int32, memory)`` for this step in the true ``state``."""
+        """Returns ``(action int32, memory)`` for this step in the true ``state``: the current option's action, or
+        a new option's first one when the last ended (or none was chosen yet)."""
         k_high, k_low = jax.random.split(key)
+        mine = state.replace(goal_count=memory.goal_count, goal_target=memory.goal_target)
+        satisfied = W.satisfied(mine)
+        ended = option_ended(memory.choice, memory.valid, memory.satisfied, satisfied, memory.since)
+        ended = ended | (memory.choice < 0)
         obs = observation(state, memory.goal_count, memory.goal_target, memory.high.last_choice)
-        previous = memory.high.last_choice
-        choice, high = self.high.high_choose(self.params, k_high, memory.high, obs)
-        keep = jnp.where(choice == previous, memory.subgoal_obj, -1)
-        action, belief, obj = execute(k_low, memory.belief, state, memory.goal_count, memory.goal_target, choice, keep)
-        return action.astype(jnp.int32), memory.replace(belief=belief, high=high, subgoal_obj=obj)
+        new_choice, new_high = self.high.high_choose(self.params, k_high, memory.high, obs)
+        choice = jnp.where(ended, new_choice, memory.choice)
+        high = jax.tree_util.tree_map(lambda a, b: jnp.where(ended, a, b), new_high, memory.high)
+        keep = jnp.where(choice == memory.choice, memory.subgoal_obj, -1)
+        action, belief, obj, valid = execute(
+            k_low, memory.belief, state, memory.goal_count, memory.goal_target, choice, keep
+        )
+        memory = memory.replace(
+            belief=belief,
+            high=high,
+            subgoal_obj=obj,
+            choice=choice,
+            since=jnp.where(ended, 1, memory.since + 1),
+            valid=valid,
+            satisfied=satisfied,
+        )
+        return action.astype(jnp.int32), memory
 
 
 # -- training --------------------------------------------------------------------------------------------------
@@ -431,8 +629,14 @@ class HybridConfig:
         num_envs: worlds stepped in parallel (the A2C batch).
         num_steps: frames per world per update (also the BPTT length).
         stage1_frames: frames with teleporting walks (stage 1); 0 skips the stage.
-        stage2_frames: frames with 1 m walks (stage 2); 0 skips the stage.
-        lr, gamma, entropy_coef, value_coef, max_grad_norm: A2C (RMSprop) settings.
+        stage2_frames: frames with 1 m walks (stage 2); 0 skips the stage. A frame is one option (one choice of
+            the high level, up to ``OPTION_STEPS`` primitive steps).
+        lr, gamma, entropy_coef, value_coef, max_grad_norm: A2C (RMSprop) settings; ``gamma`` discounts each
+            primitive step (an option of ``tau`` steps is discounted by ``gamma ** tau``).
+        bc_updates: gradient steps of the warm start before A2C (``warm_start``: behaviour cloning of HP_TG's
+            choices, ``expert_choice``); 0 is pure A2C.
+        bc_epochs: warm-start gradient steps on each batch of ``num_envs x num_steps`` expert frames collected.
+        bc_lr: the warm start's RMSprop learning rate.
         alice_simulations: Alice's tree-search simulations.
         max_steps: episode length limit (250).
         split, task_seed: the task set trained on (``tasks.cached_split``).
@@ -451,6 +655,9 @@ class HybridConfig:
     entropy_coef: float = 0.01
     value_coef: float = 0.5
     max_grad_norm: float = 0.5
+    bc_updates: int = 100
+    bc_epochs: int = 4
+    bc_lr: float = 1e-3
     alice_simulations: int = P.NUM_SIMULATIONS
     max_steps: int = 250
     split: str = "train"
@@ -477,7 +684,11 @@ class HybridConfig:
                 )
         if self.stage1_frames + self.stage2_frames == 0:
             raise ValueError("HybridConfig: stage1_frames and stage2_frames are both 0; nothing to train")
-        for name in ("lr", "max_grad_norm"):
+        if self.bc_updates < 0:
+            raise ValueError(f"HybridConfig.bc_updates must be 0 (no warm start) or positive, got {self.bc_updates}")
+        if self.bc_epochs < 1:
+            raise ValueError(f"HybridConfig.bc_epochs must be positive, got {self.bc_epochs}")
+        for name in ("lr", "max_grad_norm", "bc_lr"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"HybridConfig.{name} must be positive, got {getattr(self, name)}")
         if not 0 <= self.gamma <= 1:
@@ -515,6 +726,7 @@ class HybridConfig:
 _TRAINERS: dict[tuple, tuple[ppo.Trainer, Any]] = {}
 #: fields that do not change what an update computes (a trainer serves every value)
 _RUN_FIELDS = ("stage1_frames", "stage2_frames", "seed", "chunk_updates", "checkpoint_every")
+_RUN_FIELDS += ("bc_updates", "bc_epochs", "bc_lr")
 
 
 def trainer(config: HybridConfig, teleport: bool, tasks: W.State | None = None) -> ppo.Trainer:
@@ -527,11 +739,141 @@ def trainer(config: HybridConfig, teleport: bool, tasks: W.State | None = None) 
     if key not in _TRAINERS:
         params = E.HouseholdParams(tasks=tasks, max_steps=config.max_steps, teleport=teleport)
         E.check_params(params)
-        env = HybridEnv(config.alice_simulations)
+        env = HybridEnv(config.alice_simulations, gamma=config.gamma, expert=False)
         if len(_TRAINERS) >= 4:
             _TRAINERS.pop(next(iter(_TRAINERS)))
         _TRAINERS[key] = (ppo.Trainer(config.a2c(), env=env, env_params=params), tasks)  # tasks: keeps its id
     return _TRAINERS[key][0]
+
+
+BC_CSV, BC_JSON, BC_PNG = "bc.csv", "bc.json", "bc.png"
+
+
+def bc_loss(model: nn.Module, params: Any, obs: dict, mask: jax.Array, expert: jax.Array):
+    """Returns ``(loss, metrics)``: the cross-entropy of ``expert`` (int32[T, N], HP_TG's choices) under the
+    policy ``model`` with ``params`` on the frame sequences ``obs`` (arrays ``[T, N, ...]``; ``mask``
+    float32[T, N] is 0 where a frame starts a new episode, which resets the LSTM, zeros at ``t = 0``).
+    ``metrics``: scalars ``loss``, ``accuracy`` (argmax equals the expert's choice), ``expert_prob`` (the mean
+    probability of the expert's choice), ``entropy`` (of the masked distribution)."""
+    steps, num = expert.shape
+    flat = jax.tree_util.tree_map(lambda x: x.reshape((steps * num,) + x.shape[2:]), obs)
+    context = model.apply({"params": params}, flat, method="encode_context")
+    context = jax.tree_util.tree_map(lambda x: x.reshape((steps, num) + x.shape[1:]), context)
+
+    def step(memory, x):
+        o, m, e, c = x
+        log_probs, _, memory = model.apply(
+            {"params": params}, o, c, registry.reset_memory(memory, m), True, method="step"
+        )
+        chosen = jnp.take_along_axis(log_probs, e[:, None], axis=-1)[:, 0]
+        entropy = -jnp.sum(jnp.exp(log_probs) * log_probs, -1)
+        return memory, (chosen, jnp.argmax(log_probs, -1) == e, entropy)
+
+    _, (chosen, right, entropy) = jax.lax.scan(step, model.initial_memory(num), (obs, mask, expert, context))
+    loss = -chosen.mean()
+    metrics = {
+        "loss": loss,
+        "accuracy": right.mean(),
+        "expert_prob": jnp.exp(chosen).mean(),
+        "entropy": entropy.mean(),
+    }
+    return loss, metrics
+
+
+def expert_rollout(env: HybridEnv, params: E.HouseholdParams, key: jax.Array, carry: tuple, num_steps: int):
+    """Returns ``(carry, (obs, mask, expert))``: ``num_steps`` options of a batch of worlds of ``env`` (with
+    ``expert`` on) following HP_TG's choices (``HybridState.expert``), from ``carry = (obs, states, done)``
+    (``done`` bool[N]: the last frame ended the episode); ``obs`` arrays ``[T, N, ...]`` the observations the
+    choices were made on, ``mask`` float32[T, N] ``1 - done`` of the previous frame, ``expert`` int32[T, N]."""
+    env_step = batched_step(env)
+
+    def body(carry, k):
+        obs, states, done = carry
+        expert = states.expert
+        new_obs, states, _, terminated, truncated, _ = env_step(k, states, expert, params)
+        return (new_obs, states, terminated | truncated), (obs, 1.0 - done.astype(jnp.float32), expert)
+
+    return jax.lax.scan(body, carry, jax.random.split(key, num_steps))
+
+
+_BC_PROGRAMS: dict[tuple, Any] = {}
+
+
+def _bc_program(tr: ppo.Trainer, config: HybridConfig):
+    """Returns ``(program, env, tr)`` for ``tr``'s worlds (cached): ``env`` is ``tr``'s environment with the
+    expert on, ``program`` the jitted warm-start step ``(params, opt_state, carry, key) -> (params, opt_state,
+    carry, metrics)``: one expert batch collected (``expert_rollout``) and ``bc_epochs`` RMSprop steps on it;
+    ``metrics`` are ``bc_loss``'s on the fresh batch before the steps (``first_*``) and after the last but one
+    step (``last_*``)."""
+    key = (id(tr), config.bc_epochs, config.bc_lr, config.num_steps, config.max_grad_norm)
+    if key in _BC_PROGRAMS:
+        return _BC_PROGRAMS[key]
+    tx = _bc_optimizer(config)
+    grad = jax.value_and_grad(functools.partial(bc_loss, tr.model), has_aux=True)
+    env = tr.env.with_expert(True)
+
+    @jax.jit
+    def program(params, opt_state, carry, key):
+        carry, (obs, mask, expert) = expert_rollout(env, tr.env_params, key, carry, config.num_steps)
+
+        def epoch(state, _):
+            params, opt_state = state
+            (_, metrics), grads = grad(params, obs, mask, expert)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), metrics
+
+        (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), None, length=config.bc_epochs)
+        summary = {f"first_{k}": v[0] for k, v in metrics.items()}
+        summary.update({f"last_{k}": v[-1] for k, v in metrics.items()})
+        return params, opt_state, carry, summary
+
+    if len(_BC_PROGRAMS) >= 4:
+        _BC_PROGRAMS.pop(next(iter(_BC_PROGRAMS)))
+    _BC_PROGRAMS[key] = (program, env, tr)  # tr: keeps its id
+    return _BC_PROGRAMS[key]
+
+
+def _bc_optimizer(config: HybridConfig) -> optax.GradientTransformation:
+    return optax.chain(
+        optax.clip_by_global_norm(config.max_grad_norm), optax.rmsprop(config.bc_lr, decay=0.99, eps=1e-5)
+    )
+
+
+def warm_start(
+    config: HybridConfig, tr: ppo.Trainer, params: Any, key: jax.Array, progress: bool = False
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Returns ``(params, rows)``: the policy's ``params`` after ``config.bc_updates`` behaviour-cloning steps
+    on HP_TG's choices (RMSprop, ``bc_lr``; a fresh batch of ``num_envs x num_steps`` expert frames from
+    ``tr``'s worlds every ``bc_epochs`` steps, the worlds continuing from batch to batch), and one row per batch:
+    ``update`` (steps so far), ``frames`` (expert frames so far), ``seconds``, and ``bc_loss``'s metrics on the
+    fresh batch before its steps (``first_*``) and after its last step but one (``last_*``)."""
+    program, env, _ = _bc_program(tr, config)
+    opt_state = _bc_optimizer(config).init(params)
+    k_reset, key = jax.random.split(key)
+    reset = jax.jit(jax.vmap(env.reset_env, in_axes=(0, None)))
+    obs, states = reset(jax.random.split(k_reset, config.num_envs), tr.env_params)
+    carry = (obs, states, jnp.ones(config.num_envs, bool))
+    batches = -(-config.bc_updates // config.bc_epochs)
+    rows: list[dict[str, Any]] = []
+    began = time.perf_counter()
+    for b in tqdm(range(batches), unit="batch", desc="hybrid warm start", disable=not progress):
+        params, opt_state, carry, metrics = program(params, opt_state, carry, jax.random.fold_in(key, b))
+        metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+        frames = (b + 1) * config.frames_per_update
+        rows.append(
+            dict(update=(b + 1) * config.bc_epochs, frames=frames, seconds=time.perf_counter() - began, **metrics)
+        )
+    return params, rows
+
+
+def _write_bc(out: Path, rows: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    """Writes the warm start's ``bc.csv`` (one row per batch), ``bc.json`` (``summary``) and ``bc.png``."""
+    fields = list(rows[0])
+    lines = [",".join(fields)] + [",".join(str(r[k]) for k in fields) for r in rows]
+    (out / BC_CSV).write_text("\n".join(lines) + "\n")
+    write_json(out / BC_JSON, summary)
+    curves = ("first_loss", "first_accuracy", "first_entropy")
+    plot_curves(rows, out / BC_PNG, "frames", curves, "Hybrid warm start (behaviour cloning of HP_TG)")
 
 
 def _mean(rows: list[dict[str, Any]], name: str) -> float:
@@ -591,6 +933,14 @@ def train(
         log.truncate("update", int(runner.update))
     elif log.rows:
         log.truncate("update", 0)
+    if config.bc_updates and not resuming:  # the warm start (a resumed run has it in its checkpoints)
+        tick = time.perf_counter()
+        warm, bc_rows = warm_start(
+            config, first, runner.params, jax.random.fold_in(jax.random.key(config.seed), 1), progress
+        )
+        runner = runner.replace(params=warm)
+        bc = {"seconds": time.perf_counter() - tick, "updates": bc_rows[-1]["update"], "frames": bc_rows[-1]["frames"]}
+        _write_bc(out, bc_rows, dict(bc, first=bc_rows[0], last=bc_rows[-1]))
     derived = {"frames_per_update": config.frames_per_update, "stage_updates": [n1, n2]}
     derived["num_tasks"] = int(first.env_params.tasks.nodes.cls.shape[0])
     write_json(out / RUN_JSON, {"kind": "hybrid", "config": dataclasses.asdict(config), "derived": derived})
@@ -634,6 +984,8 @@ def train(
         "device": jax.devices()[0].device_kind,
         "checkpoint": str(out / CHECKPOINTS / str(int(runner.update))),
     }
+    if (out / BC_JSON).exists():
+        summary["bc"] = json.loads((out / BC_JSON).read_text())
     log.finish(summary, x="frames", curves=("success_rate", "mean_return", "entropy"))
     return summary
 
