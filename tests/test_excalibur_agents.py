@@ -6,6 +6,7 @@ adapter with a tiny network; the behaviour table."""
 from __future__ import annotations
 
 import collections
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -94,7 +95,10 @@ def hand_house(table: tuple[int, int] = (5, 1)) -> S.House:
     )
 
 
-HOUSE = hand_house()
+@functools.cache
+def hand() -> S.House:
+    """Returns ``hand_house()``, built once, when a test first needs it (not at collection: six seconds op by op)."""
+    return hand_house()
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +119,7 @@ def generated():
 def hand_bank(generated):
     """The hand-built house repeated as often as the generated bank has houses (the same shapes)."""
     num = generated.valid.shape[0]
-    return jax.tree_util.tree_map(lambda x: jnp.repeat(x[None], num, 0), HOUSE)
+    return jax.tree_util.tree_map(lambda x: jnp.repeat(x[None], num, 0), hand())
 
 
 @pytest.fixture(scope="module")
@@ -137,16 +141,16 @@ def random_params(generated):
 
 
 def test_hand_house_questions_need_exploring():
-    assert int(HOUSE.num_questions) == 8 and (np.asarray(HOUSE.answers) >= 0).all()
+    assert int(hand().num_questions) == 8 and (np.asarray(hand().answers) >= 0).all()
     nothing = (jnp.zeros(CONFIG.max_objects, bool), jnp.zeros(CONFIG.max_objects, bool))
-    _, valid = Q.answer_all(HOUSE, HOUSE.questions, nothing)
+    _, valid = Q.answer_all(hand(), hand().questions, nothing)
     assert not np.asarray(valid).any()
 
 
 def test_oracle_explores_everything_and_answers_right(oracle_hand):
     final = oracle_hand
-    valid = np.asarray(HOUSE.valid)
-    types = np.asarray(HOUSE.type)
+    valid = np.asarray(hand().valid)
+    types = np.asarray(hand().type)
     pickup = valid & K.IS_PICKUP[types]
     openable = valid & K.IS_OPENABLE[types]
     tracks = jax.device_get(final.tracks)
@@ -159,7 +163,7 @@ def test_oracle_explores_everything_and_answers_right(oracle_hand):
         assert tracks.steps[e, 1] == 1, "phase III: the oracle stops at once"
     # every question right in phases II and IV
     given = np.asarray(final.given)
-    assert (given == np.asarray(HOUSE.answers)[None, None]).all()
+    assert (given == np.asarray(hand().answers)[None, None]).all()
     assert np.allclose(jax.vmap(W.accuracy, in_axes=(0, None))(final, 0), 1.0)
     assert np.allclose(jax.vmap(W.accuracy, in_axes=(0, None))(final, 1), 1.0)
     assert (np.asarray(final.phase) == S.ANSWER_AGAIN).all() and (np.asarray(final.held) == -1).all()
@@ -205,7 +209,7 @@ def test_random_explorer_answers_fewer_right(env, random_params, oracle_generate
 
 def test_random_stop_prob():
     agent = A.RandomExplorer(stop_prob=1.0)
-    state = W.initial_state(HOUSE)
+    state = W.initial_state(hand())
     action, _ = jax.jit(agent.explore_act)(jax.random.key(0), agent.init(jax.random.key(0), state), state)
     assert int(action) == S.STOP
 
@@ -217,7 +221,7 @@ def test_act_jit_matches_eager(oracle_hand):
     agent = A.OracleExplorer()
     act = jax.jit(agent.explore_act)
     key = jax.random.key(5)
-    state = W.initial_state(HOUSE)
+    state = W.initial_state(hand())
     memory = agent.init(key, state)
     for _ in range(3):
         eager_action, eager_memory = agent.explore_act(key, memory, state)
@@ -262,7 +266,7 @@ def test_distances_match_breadth_first_search(width):
 
 
 def test_free_cells_match_is_free():
-    state = W.initial_state(HOUSE)
+    state = W.initial_state(hand())
     free = np.asarray(A.free_cells(state))
     for y in range(CONFIG.height):
         for x in range(CONFIG.width):
@@ -274,7 +278,7 @@ def test_policy_adapter(env, hand_bank):
 
     params = ExcaliburParams(houses=hand_bank, explore_budget=4, reenter_budget=2)
     model = registry.build("excalibur", registry.network_config("excalibur", "tiny"), env.observation_space(params))
-    obs = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], P.O.observe(W.initial_state(HOUSE)))
+    obs = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], P.O.observe(W.initial_state(hand())))
     # random weights without compiling the initialisers (jit(model.init) costs seconds on a small CPU)
     shapes = jax.eval_shape(model.init, jax.random.key(0), obs, model.initial_memory(1))
     rng = np.random.default_rng(0)
@@ -287,7 +291,7 @@ def test_policy_adapter(env, hand_bank):
     assert result["explore_steps"] <= 4 and result["reenter_steps"] <= 2
     agent = P.PolicyAgent(model=model, variables=variables, view_size=params.view_size)
     final = P.rollout(env, params, agent, jax.random.key(1), 2)
-    given = np.asarray(final.given)[:, :, : int(HOUSE.num_questions)]
+    given = np.asarray(final.given)[:, :, : int(hand().num_questions)]
     assert (given >= 0).all(), "the masked network answers every question in phases II and IV"
     # the network drives the agent: its first action is the network's argmax on the env's own first observation,
     # and other weights play the same houses differently
