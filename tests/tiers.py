@@ -96,135 +96,82 @@ LEFT_OUT_OF_CI = {
 }
 
 
-#: test modules that build the same compiled programs (``functools.cache``d jitted functions, or jitted functions of
-#: the same arguments, which jax's in-process caches share) and so run on one xdist worker, as one work unit
-#: (tests/conftest.py's scheduler): each program is then compiled once per CI run instead of once per module.
-#: Measured 2026-11-28 on 2 quiet cores: CHAIC's modules in one process 274 s, against about 380 s one by one (the
-#: task splits' generators, the rule agents' play programs); the household's 419 s against about 495 s (the task
-#: banks, Alice's planner, the demonstrations' replay); EXCALIBUR's 178 s against about 235 s (the banks)
+#: test modules that build the same compiled programs (``functools.cache``d jitted functions keyed on equal
+#: arguments) and so run on one xdist worker, as one work unit (tests/conftest.py's scheduler): each program is
+#: then compiled once per CI run instead of once per module
 SHARED_SCOPES = {
-    **{
-        module: "bib generated batches (16 compact episodes per task)"
-        for module in (
-            "tests/test_bib_tasks.py",
-            "tests/test_bib_observers.py",
-            "tests/test_bib_json.py",
-            "tests/test_bib_learners.py",
-        )
-    },
-    **{
-        module: "chaic task splits and play programs"
-        for module in (
-            "tests/test_chaic_agents.py",
-            "tests/test_chaic_bm.py",
-            "tests/test_chaic_cli.py",
-            "tests/test_chaic_env.py",
-            "tests/test_chaic_paired.py",
-            "tests/test_chaic_ppo.py",
-            "tests/test_chaic_render.py",
-            "tests/test_chaic_tasks.py",
-            "tests/test_chaic_throughput.py",
-            "tests/test_chaic_world.py",
-        )
-    },
-    **{
-        module: "household task banks, agents and demonstrations"
-        for module in (
-            "tests/test_household_agents.py",
-            "tests/test_household_belief.py",
-            "tests/test_household_cli.py",
-            "tests/test_household_demos.py",
-            "tests/test_household_hrl.py",
-            "tests/test_household_hybrid.py",
-            "tests/test_household_invariants.py",
-            "tests/test_household_render.py",
-            "tests/test_household_solver.py",
-            "tests/test_household_tasks.py",
-            "tests/test_household_throughput.py",
-            "tests/test_household_watch.py",
-            "tests/test_household_watch_relations.py",
-            "tests/test_household_world.py",
-        )
-    },
-    **{
-        module: "excalibur banks, agents and rollouts"
-        for module in (
-            "tests/test_excalibur_agents.py",
-            "tests/test_excalibur_answerer.py",
-            "tests/test_excalibur_env.py",
-            "tests/test_excalibur_houses.py",
-            "tests/test_excalibur_network.py",
-            "tests/test_excalibur_questions.py",
-            "tests/test_excalibur_throughput.py",
-            "tests/test_excalibur_world.py",
-        )
-    },
+    module: "bib generated batches (16 compact episodes per task)"
+    for module in (
+        "tests/test_bib_tasks.py",
+        "tests/test_bib_observers.py",
+        "tests/test_bib_json.py",
+        "tests/test_bib_learners.py",
+    )
 }
 
 #: seconds each dear test module took in one CI-tier run on 2 cores (fixtures included; the others count 0), used
 #: only to hand out the work units dearest first (tests/conftest.py); measured 2026-11-28 (a profile under load,
 #: scaled to the quiet run's total); a stale figure costs time, never a result
 MODULE_SECONDS = {
-    "tests/test_no_dynamic_loops.py": 143,
-    "tests/test_docs.py": 101,
-    "tests/test_gridworld_engine.py": 91,
-    "tests/test_household_hrl.py": 89,
-    "tests/test_chaic_throughput.py": 78,
+    "tests/test_bib_tasks.py": 168,
+    "tests/test_household_agents.py": 140,
+    "tests/test_gridworld_engine.py": 127,
+    "tests/test_ppo.py": 110,
+    "tests/test_bc.py": 109,
+    "tests/test_docs.py": 107,
+    "tests/test_babyai_generation.py": 92,
+    "tests/test_chaic_world.py": 88,
+    "tests/test_no_dynamic_loops.py": 76,
+    "tests/test_babyai_bot.py": 66,
+    "tests/test_excalibur_agents.py": 62,
+    "tests/test_bib_observers.py": 55,
+    "tests/test_chaic_render.py": 51,
+    "tests/test_excalibur_env.py": 51,
+    "tests/test_chaic_ppo.py": 50,
+    "tests/test_chaic_agents.py": 48,
+    "tests/test_babyai_differential.py": 47,
+    "tests/test_bib_voe.py": 47,
+    "tests/test_demos.py": 46,
     "tests/test_household_hybrid.py": 75,
-    "tests/test_excalibur_env.py": 73,
-    "tests/test_chaic_bm.py": 73,
-    "tests/test_chaic_ppo.py": 64,
-    "tests/test_babyai_bot.py": 63,
-    "tests/test_ppo.py": 63,
-    "tests/test_minigrid_registry.py": 58,
-    "tests/test_household_demos.py": 54,
-    "tests/test_excalibur_agents.py": 51,
-    "tests/test_household_watch_relations.py": 49,
-    "tests/test_learners_networks.py": 46,
-    "tests/test_household_watch.py": 46,
-    "tests/test_babyai_generation.py": 46,
-    "tests/test_bib_networks.py": 43,
-    "tests/test_babyai_differential.py": 42,
-    "tests/test_chaic_agents.py": 41,
-    "tests/test_bib_observers.py": 39,
-    "tests/test_excalibur_answerer.py": 38,
-    "tests/test_household_solver.py": 38,
-    "tests/test_chaic_world.py": 37,
-    "tests/test_household_agents.py": 37,
-    "tests/test_bib_learners.py": 35,
-    "tests/test_chaic_env.py": 34,
-    "tests/test_household_belief.py": 32,
-    "tests/test_chaic_cli.py": 31,
-    "tests/test_babyai_bonus_open.py": 29,
-    "tests/test_gridworld_differential.py": 27,
-    "tests/test_gridworld_generation.py": 25,
-    "tests/test_bib_voe.py": 24,
-    "tests/test_household_world.py": 24,
-    "tests/test_bib_cli.py": 24,
-    "tests/test_minigrid_wfc.py": 23,
-    "tests/test_minigrid_obstructed_maze.py": 23,
-    "tests/test_excalibur_houses.py": 22,
-    "tests/test_bc.py": 22,
-    "tests/test_bib_dataset.py": 22,
-    "tests/test_demos.py": 22,
-    "tests/test_bib_throughput.py": 21,
-    "tests/test_cli.py": 21,
-    "tests/test_excalibur_questions.py": 21,
-    "tests/test_minigrid_object_tasks.py": 20,
-    "tests/test_bib_render.py": 20,
-    "tests/test_babyai_bonus_goto.py": 20,
-    "tests/test_household_cli.py": 18,
-    "tests/test_excalibur_network.py": 18,
-    "tests/test_minigrid_navigation.py": 18,
-    "tests/test_bib_json.py": 17,
-    "tests/test_ci.py": 16,
-    "tests/test_chaic_render.py": 16,
-    "tests/test_bib_tasks.py": 13,
-    "tests/test_babyai_bonus_putnext.py": 12,
-    "tests/test_household_throughput.py": 11,
-    "tests/test_gpu_suite.py": 11,
-    "tests/test_excalibur_world.py": 9,
-    "tests/test_wrappers.py": 9,
+    "tests/test_minigrid_navigation.py": 45,
+    "tests/test_gridworld_differential.py": 43,
+    "tests/test_chaic_throughput.py": 40,
+    "tests/test_chaic_bm.py": 40,
+    "tests/test_excalibur_houses.py": 39,
+    "tests/test_bib_learners.py": 37,
+    "tests/test_learners_networks.py": 30,
+    "tests/test_excalibur_answerer.py": 30,
+    "tests/test_household_demos.py": 29,
+    "tests/test_household_watch.py": 27,
+    "tests/test_household_world.py": 26,
+    "tests/test_autoreset.py": 25,
+    "tests/test_bib_json.py": 23,
+    "tests/test_bib_networks.py": 21,
+    "tests/test_minigrid_wfc.py": 19,
+    "tests/test_excalibur_questions.py": 18,
+    "tests/test_gridworld_generation.py": 17,
+    "tests/test_minigrid_obstructed_maze.py": 16,
+    "tests/test_chaic_env.py": 16,
+    "tests/test_bib_render.py": 15,
+    "tests/test_minigrid_object_tasks.py": 14,
+    "tests/test_bib_cli.py": 14,
+    "tests/test_excalibur_network.py": 14,
+    "tests/test_bib_throughput.py": 14,
+    "tests/test_babyai_bonus_open.py": 13,
+    "tests/test_household_cli.py": 12,
+    "tests/test_household_hrl.py": 40,
+    "tests/test_household_tasks.py": 11,
+    "tests/test_babyai_bonus_goto.py": 11,
+    "tests/test_household_solver.py": 11,
+    "tests/test_chaic_cli.py": 11,
+    "tests/test_render.py": 11,
+    "tests/test_household_belief.py": 10,
+    "tests/test_minigrid_registry.py": 10,
+    "tests/test_cli.py": 10,
+    "tests/test_household_render.py": 9,
+    "tests/test_bib_dataset.py": 9,
+    "tests/test_babyai_bonus_putnext.py": 8,
+    "tests/test_household_watch_relations.py": 30,
 }
 
 
