@@ -514,3 +514,13 @@ def test_errors():
         SC.layout("1a", 3)
     with pytest.raises(ValueError, match="size"):
         T.make_split("normal", "test", size=13)
+
+
+def test_train_seeds_depend_on_the_task_and_test_seeds_do_not():
+    """Issue 38: each task's train bank draws its own seeds (they were shared episode by episode); the test split's
+    seeds stay the documented ``123456 * i``."""
+    train = {task: [s for _, _, s in T.split_episodes(task, "train", 0, 16)] for task in K.TASKS}
+    assert len({tuple(s) for s in train.values()}) == len(K.TASKS)
+    assert len({s[0] for s in train.values()}) == len(K.TASKS)
+    for task in K.TASKS:
+        assert [s for _, _, s in T.split_episodes(task, "test", 0)] == [123456 * i for i in range(12)]

@@ -425,7 +425,8 @@ def split_episodes(task: str, split: str, seed: int = 0, size: int | None = None
         size = TRAIN_SIZE if size is None else size
         if size <= 0:
             raise ValueError(f"size must be positive, not {size}")
-        seeds = np.random.default_rng((seed, 1)).integers(0, 2**62, size).tolist()
+        # the task in the seed: each task's train bank draws its own episodes (the test split is unchanged)
+        seeds = np.random.default_rng((seed, 1, K.TASKS.index(task))).integers(0, 2**62, size).tolist()
     combos = [(p, i) for p in plans for i in range(SC.num_layouts(p))]
     return [(*combos[e % len(combos)], int(s)) for e, s in enumerate(seeds)]
 
