@@ -14,7 +14,8 @@ while acting). Everything is a pure function of the ``Runner`` pytree::
 The BabyAI recipe (``babyai/rl/algos/ppo.py`` of the reference) is matched as follows: the mask of an
 env's frame is ``1 - done`` of its previous frame and multiplies the memory before the policy call; GAE uses
 ``next_mask = 1 - done`` (a truncation is a termination, as in the reference); returns are ``value +
-advantage``; advantages are not normalised; the policy and the value loss are clipped (value loss
+advantage``; advantages are not normalised (``normalize_advantages=True``: per minibatch, to mean 0 and standard
+deviation 1, the PPO implementations' usual choice); the policy and the value loss are clipped (value loss
 ``max(unclipped, clipped)``); the loss is averaged over the ``recurrence`` sub-steps; rewards are scaled by
 ``reward_scale`` for training (metrics report the env's rewards). BatchNorm (``norm="batch"``) runs in train
 mode while acting and while learning, as the reference does (batch statistics over the worlds, running
@@ -81,6 +82,7 @@ class PPOConfig:
             seed_axis="seeds")`` (a plain ``vmap`` would turn the pool's switch into a select over all sizes).
         cache_context: while acting, compute the network's per-episode context (``encode_context``) once per
             episode and world instead of at every step (same actions and losses, less work).
+        normalize_advantages: normalise the advantages of each minibatch to mean 0, standard deviation 1.
     """
 
     env_id: str = "BabyAI-GoToRedBallGrey-v0"
@@ -109,6 +111,7 @@ class PPOConfig:
     reward_scale: float = 20.0
     pool_resets: bool = True
     cache_context: bool = True
+    normalize_advantages: bool = False
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
@@ -556,6 +559,8 @@ class Trainer:
         def minibatch(carry, ids):
             params, batch_stats, opt_state = carry
             seq, adv, ret = jax.tree_util.tree_map(lambda x: jnp.swapaxes(x[ids], 0, 1), data)
+            if c.normalize_advantages:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
             start = jax.tree_util.tree_map(lambda x: x[ids], starts)
             (_, (batch_stats, metrics)), grads = grad_fn(params, batch_stats, start, seq, adv, ret)
             updates, opt_state = self.tx.update(grads, opt_state, params)
