@@ -27,7 +27,9 @@ def _register_all() -> None:
     for task, name in TASK_IDS.items():
         register(f"CHAIC-{name}-v0", _chaic("ChaicEnv", task))
         register(f"CHAIC-{name}-Helper-v0", _chaic("ChaicHelperEnv", task))
+        register(f"CHAIC-{name}-Options-v0", _chaic_options(task))
     register("CHAIC-All-Helper-v0", _chaic("ChaicHelperEnv", "all"))
+    register("CHAIC-All-Options-v0", _chaic_options("all"))
     for variant, name in EXCALIBUR_IDS.items():
         register(name, _excalibur(variant))
 
@@ -46,6 +48,15 @@ def _chaic(cls: str, task: str):
         from jaxsoc.envs.chaic import env
 
         return getattr(env, cls)(task)
+
+    return factory
+
+
+def _chaic_options(task: str):
+    def factory():
+        from jaxsoc.envs.chaic.options import ChaicOptionsEnv
+
+        return ChaicOptionsEnv(task)
 
     return factory
 

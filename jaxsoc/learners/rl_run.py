@@ -190,6 +190,7 @@ def train_rl(
     num_processes: int | None = None,
     process_id: int | None = None,
     progress: bool = True,
+    init_params: Any = None,
 ) -> dict[str, Any]:
     """Trains (or resumes) a run in ``run_dir``; returns its summary (final evaluation and totals).
 
@@ -210,6 +211,7 @@ def train_rl(
         coordinator, num_processes, process_id: of a distributed run: process 0's ``host:port``, the number of
             processes and this one's index (each None: auto-detected, see ``init_distributed``).
         progress: show a progress bar with the success rate and steps per second.
+        init_params: the policy's parameters to start from (a warm start; ignored when resuming).
 
     Raises:
         ValueError: bad arguments, or an incompatible checkpoint (see ``Checkpointer.restore``).
@@ -229,6 +231,8 @@ def train_rl(
     if resuming:
         checkpointer.check_meta()  # before compiling anything for a run it would refuse
     runner = trainer.init(jax.random.key(seed))
+    if init_params is not None and not resuming:
+        runner = runner.replace(params=init_params)
     start = 0
     if resuming:
         runner = checkpointer.restore(runner)

@@ -41,18 +41,30 @@ class NetworkHelper:
         return action.astype(jnp.int32), {"memory": memory, "key": key}
 
 
-def load_ppo_helper(run_dir: str | Path, greedy: bool = False) -> A.PolicyHelper:
+def load_ppo_helper(run_dir: str | Path, greedy: bool = False) -> Any:
     """Returns the newest checkpoint of ``run_dir`` (``jaxsoc train ppo`` on a CHAIC helper view) as an agent:
-    ``agents.PolicyHelper`` seeing what the run's env showed the helper (goal, ray-cast image).
+    ``agents.PolicyHelper`` seeing what the run's env showed the helper (goal, ray-cast image), or, for a run on
+    the options view (``CHAIC-<Task>-Options-v0``, ``learners.chaic.options_ppo``), ``options.OptionPolicyHelper``
+    choosing each option with the network.
 
     Raises:
         FileNotFoundError: no checkpoint.
         ValueError: a run that is not a policy trained on a CHAIC helper view.
     """
     from jaxsoc.envs.chaic.env import ChaicHelperEnv
+    from jaxsoc.envs.chaic.options import ChaicOptionsEnv, OptionPolicyHelper
     from jaxsoc.learners.policy import load_policy
 
     env, env_params, model, variables = load_policy(run_dir)
+    if isinstance(env, ChaicOptionsEnv):
+        network = NetworkHelper(model, greedy)
+
+        def choose(params, memory, obs, key):
+            option, state = network.helper_act(params, {"memory": memory, "key": key}, None, obs)
+            return option, state["memory"]
+
+        light = env_params.replace(tasks=None)  # the observation needs no task bank
+        return OptionPolicyHelper(choose, variables, model.initial_memory(1), light)
     if not isinstance(env, ChaicHelperEnv):
         raise ValueError(f"{run_dir}: trained on {env.name}, not a CHAIC helper view (CHAIC-<Task>-Helper-v0)")
     helper = NetworkHelper(model, greedy)

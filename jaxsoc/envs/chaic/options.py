@@ -1,0 +1,351 @@
+"""CHAIC's helper as a semi-MDP over *options* (issue 38): ``ChaicOptionsEnv`` (ids ``CHAIC-<Task>-Options-v0``,
+``CHAIC-All-Options-v0``), whose every step is one option executed by the rule helpers' machinery
+(``agents``: perception and memory, door-graph walking of ``navigation``, the interactions), and
+``OptionPolicyHelper``, a policy over options as an agent ``play`` runs.
+
+**Options** share the primitive action layout (``NUM_OPTIONS = state.NUM_ACTIONS``), so the ``chaic`` network's
+pointer heads score the object options: ``EXPLORE`` (id 0: walk to the nearest unexplored viewpoint and look
+around), ``FOLLOW`` (2: walk to where the child was last seen, shopping), ``WAIT`` (3: one wait), ``PUT_IN`` (4:
+put the held item in the held container), ``GOAL`` (5: walk to the goal place and put on until nothing is left to
+put), ``FETCH + i`` (``7 + i``: walk to object ``i`` and pick it up), ``REMOVE + i`` (``55 + i``: walk to obstacle
+``i`` and remove it). Ids 1 and 6 are never valid. ``option_id(name, obj)`` names them.
+
+**Ending.** An option runs while the helper is ready (one decision per finished action) and ends, at the first
+decision after: its last action was issued (the pick-up, the removal, the put-in, the wait, the last turn of a look
+around, a follow that reached the child), it is no longer valid (the object gone or unreachable, nothing left to
+put), or it timed out (``agents.MAX_EXPLORE_FRAMES`` for exploring and following, ``agents.MAX_MOVE_FRAMES``
+otherwise; a timed-out fetch marks its object failed, as the rules do). An option invalid at its first decision
+waits once instead, so every step moves the world on.
+
+**A step** is one option: a fixed-length ``lax.scan`` of ``OPTION_EVENTS`` world events (the constrained agent
+acting whenever ready) with a done mask; the events after the option ended (or the episode) change nothing. An
+option still running after them is continued by the next step when the policy chooses it again (else replaced).
+
+**Observation**: the helper's (``observation.observe``, no goal) with ``objects`` from its *memory* (every object
+it knows, at its remembered position; ``where`` only for those in view) and ``action_mask`` bool[NUM_OPTIONS] the
+valid options. **Reward**: the helper's own deliveries (its transported share of the task, ``play.transported_by``),
+or with ``shared_reward`` the shared transport reward of ``env.ChaicHelperEnv``. No shaping (the true goal is
+never read). The state carries ``expert``: the RHP rules' choice for the current decision (the plan the priority
+list wants, as an option; ``PUT_IN`` whenever possible), for behaviour cloning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxsoc.core import spaces
+from jaxsoc.core.env import Environment, _select_tree
+from jaxsoc.envs.chaic import agents as A
+from jaxsoc.envs.chaic import catalogue as K
+from jaxsoc.envs.chaic import env as E
+from jaxsoc.envs.chaic import observation as O
+from jaxsoc.envs.chaic import state as S
+from jaxsoc.envs.chaic import world as W
+from jaxsoc.envs.chaic.play import transported_by
+
+EXPLORE, FOLLOW, WAIT, PUT_IN, GOAL = 0, 2, 3, 4, 5
+FETCH, REMOVE = S.PICK, S.REMOVE
+NUM_OPTIONS = S.NUM_ACTIONS
+OPTION_NAMES = ("explore", "follow", "wait", "put_in", "goal", "fetch", "remove")
+_SIMPLE = {"explore": EXPLORE, "follow": FOLLOW, "wait": WAIT, "put_in": PUT_IN, "goal": GOAL}
+OPTION_EVENTS = 48  # world events per step at most
+
+
+def option_id(name: str, obj: int | None = None) -> int:
+    """Returns the option id of ``name`` (``OPTION_NAMES``; ``obj`` the object slot of ``fetch`` / ``remove``).
+    Raises ``ValueError`` for an unknown name, a missing or out-of-range object, or an object given to another."""
+    if name not in OPTION_NAMES:
+        raise ValueError(f"unknown CHAIC option {name!r}; choose from {list(OPTION_NAMES)}")
+    if name in _SIMPLE:
+        if obj is not None:
+            raise ValueError(f"option {name!r} takes no object, got {obj}")
+        return _SIMPLE[name]
+    if obj is None or not 0 <= obj < S.MAX_OBJECTS:
+        raise ValueError(f"option {name!r} needs an object slot in [0, {S.MAX_OBJECTS}), got {obj}")
+    return (FETCH if name == "fetch" else REMOVE) + obj
+
+
+class OptionMemory(struct.PyTreeNode):
+    """The helper's option memory: ``agent`` (``agents.AgentMemory`` of an RHP helper: perception and the plan it
+    executes), ``option`` int32 (the running option), ``acted`` bool (it issued an action), ``issued`` bool (its
+    last action was issued), ``done`` bool (it ended)."""
+
+    agent: A.AgentMemory
+    option: jax.Array
+    acted: jax.Array
+    issued: jax.Array
+    done: jax.Array
+
+
+def init_memory(state: S.State) -> OptionMemory:
+    """Returns a fresh ``OptionMemory`` for the helper in ``state`` (no option running: the first step starts one)."""
+    agent = A.RuleAgent("rhp").init(jax.random.key(0), state, S.HELPER)
+    return OptionMemory(agent, jnp.int32(WAIT), jnp.bool_(False), jnp.bool_(False), jnp.bool_(True))
+
+
+def start(mem: OptionMemory, option: jax.Array, state: S.State) -> OptionMemory:
+    """Returns ``mem`` running ``option``: continued when it is the running option and has not ended, else fresh."""
+    option = jnp.asarray(option, jnp.int32)
+    fresh = (option != mem.option) | mem.done
+    agent = mem.agent
+    agent = agent.replace(
+        plan_start=jnp.where(fresh, state.frame, agent.plan_start).astype(jnp.int32),
+        scan_left=jnp.where(fresh, -1, agent.scan_left).astype(jnp.int32),
+        plan_view=jnp.where(fresh, -1, agent.plan_view).astype(jnp.int32),
+    )
+    keep = ~fresh
+    return OptionMemory(agent, option, mem.acted & keep, mem.issued & keep, jnp.bool_(False))
+
+
+def _follow_ok(state: S.State, sit: dict, mem: A.AgentMemory) -> jax.Array:
+    shopping = (state.task == K.TASK["shopping"]) & state.agents.active[S.CHILD]
+    return shopping & jnp.isfinite(sit["child_len"]) & ~mem.child_lost
+
+
+def valid_options(mem: A.AgentMemory, state: S.State, sit: dict) -> jax.Array:
+    """Returns ``bool[NUM_OPTIONS]``: the options that may start now for the helper of ``mem`` (perceived) with
+    ``agents._situation`` ``sit``: explore and wait always; follow in shopping while the child is known; put in
+    when possible; the goal place when holding something and the goal place is known and reachable; fetch a known
+    free pickable object a free hand can take; remove a known obstacle."""
+    mask = jnp.zeros(NUM_OPTIONS, bool)
+    mask = mask.at[EXPLORE].set(True).at[WAIT].set(True)
+    mask = mask.at[FOLLOW].set(_follow_ok(state, sit, mem))
+    mask = mask.at[PUT_IN].set(sit["put_in"])
+    mask = mask.at[GOAL].set(sit["has_put"] & sit["goal_ok"])
+    mask = mask.at[FETCH : FETCH + S.MAX_OBJECTS].set(sit["pick_cand"])
+    return mask.at[REMOVE : REMOVE + S.MAX_OBJECTS].set(sit["obstacle_cand"])
+
+
+def _decide(mem: OptionMemory, state: S.State, timing: W.Timing):
+    """Returns ``(action int32, mem, ended bool)`` at a decision of the helper (it is ready): ``ended`` when the
+    running option is over (then ``action`` is to be ignored and ``mem`` has it closed), else its next action."""
+    agent = A.perceive(mem.agent, state, timing)
+    sit = A._situation(agent, state)
+    opt = mem.option
+    kind = jnp.select([opt >= REMOVE, opt >= FETCH], [REMOVE, FETCH], opt)
+    obj = jnp.where(opt >= REMOVE, opt - REMOVE, opt - FETCH).clip(0, S.MAX_OBJECTS - 1)
+    valid = valid_options(agent, state, sit)[opt]
+    # exploring: the nearest unexplored viewpoint, chosen at the option's first decision
+    view, explored = A._explore_choice(agent, sit)
+    first = ~mem.acted
+    explore_first = first & (kind == EXPLORE)
+    agent = agent.replace(
+        plan_view=jnp.where(explore_first, view, agent.plan_view).astype(jnp.int32),
+        explored=jnp.where(explore_first, explored, agent.explored),
+    )
+    pv = jnp.maximum(agent.plan_view, 0)
+    view_ok = (agent.plan_view >= 0) & ~agent.explored[pv] & jnp.isfinite(sit["view_len"][pv])
+    valid = jnp.where(kind == EXPLORE, view_ok | (agent.scan_left > 0), valid)
+    limit = jnp.where((kind == EXPLORE) | (kind == FOLLOW), A.MAX_EXPLORE_FRAMES, A.MAX_MOVE_FRAMES)
+    timed_out = state.frame - agent.plan_start > limit
+    ended = mem.issued | ((~valid | timed_out) & mem.acted)
+    plan = jnp.select(
+        [kind == EXPLORE, kind == GOAL, kind == FETCH, kind == REMOVE, kind == FOLLOW],
+        [A.EXPLORE, A.GOAL, A.FETCH_TARGET, A.REMOVE, A.FOLLOW],
+        A.NO_PLAN,
+    )
+    agent = agent.replace(plan=plan.astype(jnp.int32), plan_obj=jnp.where(kind >= FETCH, obj, -1).astype(jnp.int32))
+    # an ended option: close it as the rules close a plan (a viewpoint scanned or stuck marked, a timed-out fetch
+    # or removal marked failed)
+    closed = A._finish_plan(agent, sit, jnp.bool_(False))
+    act, running = A._execute(agent, state, sit, put_in_first=False)
+    act = jnp.select([kind == PUT_IN, kind == WAIT], [S.PUT_IN, S.WAIT], act)
+    fallback = first & ~valid
+    act = jnp.where(fallback, S.WAIT, act).astype(jnp.int32)
+    near_child = jnp.linalg.norm(sit["src"] - sit["child_pos"]) <= A.CHILD_NEAR
+    last = jnp.select(
+        [kind == FETCH, kind == REMOVE, kind == EXPLORE, kind == FOLLOW, kind == GOAL],
+        [act == S.PICK + obj, act == S.REMOVE + obj, running.scan_left == 0, near_child, jnp.bool_(False)],
+        jnp.bool_(True),  # put in, wait
+    )
+    going = OptionMemory(running, opt, jnp.bool_(True), last | fallback, jnp.bool_(False))
+    over = OptionMemory(closed.replace(plan=jnp.int32(A.NO_PLAN)), opt, mem.acted, mem.issued, jnp.bool_(True))
+    return act, _select_tree(ended, over, going), ended
+
+
+def expert_option(mem: A.AgentMemory, state: S.State) -> jax.Array:
+    """Returns ``int32``: the RHP rules' option for the helper of ``mem`` (perceived) now: ``PUT_IN`` when
+    possible, else the plan the priority list wants (``agents._rules_want``; looking for the child: ``WAIT``),
+    falling back to ``EXPLORE`` where that option is not valid."""
+    sit = A._situation(mem, state)
+    want, obj, _, _ = A._rules_want(mem, state, sit)
+    opt = jnp.select(
+        [
+            want == A.EXPLORE,
+            want == A.GOAL,
+            (want == A.FETCH_TARGET) | (want == A.FETCH_CONTAINER),
+            want == A.REMOVE,
+            want == A.FOLLOW,
+        ],
+        [EXPLORE, GOAL, FETCH + jnp.maximum(obj, 0), REMOVE + jnp.maximum(obj, 0), FOLLOW],
+        WAIT,
+    )
+    mask = valid_options(mem, state, sit)
+    opt = jnp.where(mask[PUT_IN], PUT_IN, opt)
+    return jnp.where(mask[opt], opt, EXPLORE).astype(jnp.int32)
+
+
+def observe(mem: A.AgentMemory, state: S.State, params: E.ChaicParams) -> dict:
+    """Returns the helper's observation (module docstring) from its perceived memory ``mem``."""
+    obs = O.observe(state, S.HELPER, params.sees_goal[S.HELPER], params.timing.view_dist, params.rays)
+    vis = obs["objects"]["visible"]
+    known = mem.seen & (state.objects.cls > 0)
+    rel = O._relative(state, S.HELPER, mem.last_pos)
+    obs["objects"] = {
+        "visible": known,
+        "cls": jnp.where(known, state.objects.cls, 0).astype(jnp.int8),
+        "rel_pos": jnp.where(known[:, None], rel, 0.0),
+        "height": jnp.where(vis, obs["objects"]["height"], 0.0),
+        "where": jnp.where(vis, obs["objects"]["where"], 0).astype(jnp.int8),
+    }
+    obs["action_mask"] = valid_options(mem, state, A._situation(mem, state))
+    return obs
+
+
+def observation_space(rays: int = 0) -> spaces.Dict:
+    """Returns the observation space (``observation.observation_space`` with ``action_mask`` over the options)."""
+    space = O.observation_space(rays)
+    return spaces.Dict({**space.spaces, "action_mask": spaces.Box(0, 1, (NUM_OPTIONS,), jnp.bool_)})
+
+
+class OptionsState(struct.PyTreeNode):
+    """``world``, ``main`` (the constrained agent's memory), ``helper`` (``OptionMemory``), ``steps`` (options),
+    ``expert`` int32 (the RHP rules' option for the next decision)."""
+
+    world: S.State
+    main: Any
+    helper: OptionMemory
+    steps: jax.Array
+    expert: jax.Array
+
+
+def _own(world: S.State) -> jax.Array:
+    return transported_by(world)[S.HELPER] / jnp.maximum(world.total, 1e-6)
+
+
+class ChaicOptionsEnv(Environment):
+    """The helper over options (module docstring). ``task``: a CHAIC task or ``"all"``; ``shared_reward``: the
+    shared transport reward instead of the helper's own deliveries; ``events``: world events per step at most."""
+
+    stochastic_step = True
+
+    def __init__(self, task: str = "normal", shared_reward: bool = False, events: int = OPTION_EVENTS) -> None:
+        if task not in (*K.TASKS, E.ALL):
+            raise ValueError(f"unknown CHAIC task {task!r}; choose from {[*K.TASKS, E.ALL]}")
+        if events < 1:
+            raise ValueError(f"events must be positive, got {events}")
+        self.task, self.shared_reward, self.events = task, bool(shared_reward), int(events)
+        self.main = A.make_agent("main")
+        super().__init__()
+
+    @property
+    def name(self) -> str:
+        return f"ChaicOptionsEnv({self.task})"
+
+    def default_params(self) -> E.ChaicParams:
+        return E.params_for(self.task)
+
+    def _observe(self, state: OptionsState, params) -> dict:
+        return observe(state.helper.agent, state.world, params)
+
+    def reset_env(self, key, params):
+        k_task, k_main = jax.random.split(key)
+        world = E.draw_task(k_task, params)
+        helper = init_memory(world)
+        helper = helper.replace(agent=A.perceive(helper.agent, world, params.timing))
+        state = OptionsState(world, self.main.init(k_main, world, S.MAIN), helper, jnp.int32(0), jnp.int32(WAIT))
+        state = state.replace(expert=expert_option(helper.agent, world))
+        return self._observe(state, params), state
+
+    def _transition(self, key, state: OptionsState, action, params):
+        timing = params.timing
+
+        def event(carry, k):
+            world, main, helper, live = carry
+            k_main, k_step = jax.random.split(k)
+            live = live & ~(W.success(world) | (world.frame >= world.max_frames))
+            ready = W.ready(world)
+            act, decided, ended = _decide(helper, world, timing)
+            ended = ended & ready[S.HELPER]
+            live = live & ~ended
+            helper = _select_tree(ready[S.HELPER] & (live | ended), decided, helper)
+            act_main, new_main = self.main.act(k_main, main, world, timing)
+            stepped, _ = W.step_event(
+                k_step, world, jnp.stack([act_main, jnp.where(ready[S.HELPER], act, S.WAIT)]), timing
+            )
+            world = _select_tree(live, stepped, world)
+            main = _select_tree(live & ready[S.MAIN], new_main, main)
+            return (world, main, helper, live), None
+
+        helper = start(state.helper, action, state.world)
+        carry = (state.world, state.main, helper, jnp.bool_(True))
+        (world, main, helper, _), _ = jax.lax.scan(event, carry, jax.random.split(key, self.events))
+        if self.shared_reward:
+            reward = W.transport_rate(world) - W.transport_rate(state.world)
+        else:
+            reward = _own(world) - _own(state.world)
+        success = W.success(world)
+        truncated = ~success & (world.frame >= world.max_frames)
+        helper = helper.replace(agent=A.perceive(helper.agent, world, timing))
+        steps = state.steps + 1
+        new = OptionsState(world, main, helper, steps, expert_option(helper.agent, world))
+        info = {
+            "success": success,
+            "transport_rate": W.transport_rate(world),
+            "frame": world.frame,
+            "episode_steps": steps,
+        }
+        return new, reward.astype(jnp.float32), success, truncated, info
+
+    def step_env(self, key, state, action, params):
+        state, reward, terminated, truncated, info = self._transition(key, state, action, params)
+        return self._observe(state, params), state, reward, terminated, truncated, info
+
+    def _auto_reset_step(self, key, state, action, params):
+        """As ``env.ChaicHelperEnv._auto_reset_step``: the state is selected first and observed once."""
+        key, key_reset = jax.random.split(key)
+        stepped, reward, terminated, truncated, info = self._transition(key, state, action, params)
+        _, fresh = self.reset_env(key_reset, params)
+        state = _select_tree(terminated | truncated, fresh, stepped)
+        info = dict(info, final_observation=self._observe(stepped, params), final_state=stepped)
+        return self._observe(state, params), state, reward, terminated, truncated, info
+
+    def action_space(self, params=None) -> spaces.Discrete:
+        return spaces.Discrete(NUM_OPTIONS)
+
+    def observation_space(self, params=None) -> spaces.Dict:
+        return observation_space(params.rays if params is not None else 0)
+
+    def render(self, state, params=None):
+        from jaxsoc.envs.chaic.render import render
+
+        return render(state.world)
+
+
+class OptionPolicyHelper:
+    """A policy over options (``choose(params, net_memory, obs, key) -> (option int32, net_memory)`` on this
+    module's observation) as a helper agent for ``play``: at each decision the running option goes on, or, once it
+    ended, the policy chooses the next one (``start``) and its first action is taken."""
+
+    def __init__(self, choose, params: Any, net_memory: Any, env_params: E.ChaicParams) -> None:
+        self.choose, self.params, self.net_memory, self.env_params = choose, params, net_memory, env_params
+
+    def init(self, key: jax.Array, state: S.State, agent: int | jax.Array = S.HELPER) -> dict:
+        """Returns ``{"options": OptionMemory, "net": the policy's memory, "key": key}``."""
+        return {"options": init_memory(state), "net": self.net_memory, "key": key}
+
+    def act(self, key: jax.Array, memory: dict, state: S.State, timing: W.Timing = A.DEFAULT_TIMING):
+        """Returns ``(action int32, memory)``: the running option's next action, or the first of a new one."""
+        act, mem, ended = _decide(memory["options"], state, timing)
+        obs = observe(mem.agent, state, self.env_params.replace(timing=timing))
+        k_next, k_choose = jax.random.split(memory["key"])
+        option, net = self.choose(self.params, memory["net"], obs, k_choose)
+        new_act, new_mem, _ = _decide(start(mem, option, state), state, timing)
+        act = jnp.where(ended, new_act, act)
+        mem = _select_tree(ended, new_mem, mem)
+        net = _select_tree(ended, net, memory["net"])
+        return act.astype(jnp.int32), {"options": mem, "net": net, "key": k_next}

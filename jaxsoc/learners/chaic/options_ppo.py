@@ -1,0 +1,107 @@
+"""PPO over CHAIC's helper options (``envs.chaic.options``, ``CHAIC-All-Options-v0``) after a behaviour-cloning warm
+start on the RHP rules' options, the household Hybrid's pattern (``learners.household.hybrid``: its ``bc_loss`` and
+``expert_rollout`` are reused as they are).
+
+``train(out, ...)`` clones the expert's choices (``OptionsState.expert``) for ``bc_batches`` fresh batches of
+``num_envs x num_steps`` options (``bc_epochs`` Adam steps each), writes ``bc.csv``, then runs an ordinary PPO run
+(``rl_run.train_rl``, the ``chaic`` network, advantages normalised) from the cloned parameters into ``out``, so
+``load_ppo_helper(out)`` and ``jaxsoc chaic eval --helper ppo=OUT`` read it like any CHAIC PPO run.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxsoc.learners.household.hybrid import bc_loss, expert_rollout
+from jaxsoc.learners.ppo import PPOConfig, trainer_for
+from jaxsoc.learners.rl_run import train_rl
+
+
+def config(env_id: str = "CHAIC-All-Options-v0", **overrides: Any) -> PPOConfig:
+    """Returns the options PPO config: the ``chaic`` network (small), 32 worlds x 20 options per update,
+    recurrence 10, lr 3e-4, gamma 0.99 and lambda 0.95 per option, rewards x 10, advantages normalised."""
+    base = dict(
+        env_id=env_id,
+        network="chaic",
+        preset="small",
+        num_envs=32,
+        num_steps=20,
+        recurrence=10,
+        minibatch_frames=320,
+        total_frames=32 * 20 * 1000,
+        lr=3e-4,
+        gamma=0.99,
+        gae_lambda=0.95,
+        reward_scale=10.0,
+        entropy_coef=0.01,
+        normalize_advantages=True,
+    )
+    return PPOConfig(**{**base, **overrides})
+
+
+def warm_start(cfg: PPOConfig, key: jax.Array, batches: int, epochs: int = 4, lr: float = 1e-3, log=None):
+    """Returns ``(params, rows)``: the policy's initial parameters (seed ``key``) after ``batches`` batches of
+    ``cfg.num_envs x cfg.num_steps`` expert options with ``epochs`` Adam steps each; ``rows`` one dict per batch
+    (``batch``, ``options``, ``seconds``, ``loss``, ``accuracy``, ``entropy`` of the batch before its steps)."""
+    tr = trainer_for(cfg)
+    params = tr.init(key).params
+    tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr))
+    opt_state = tx.init(params)
+    grad = jax.value_and_grad(functools.partial(bc_loss, tr.model), has_aux=True)
+
+    @jax.jit
+    def program(params, opt_state, carry, key):
+        carry, (obs, mask, expert) = expert_rollout(tr.env, tr.env_params, key, carry, cfg.num_steps)
+
+        def epoch(state, _):
+            params, opt_state = state
+            (_, metrics), grads = grad(params, obs, mask, expert)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), metrics
+
+        (params, opt_state), metrics = jax.lax.scan(epoch, (params, opt_state), None, length=epochs)
+        return params, opt_state, carry, jax.tree_util.tree_map(lambda v: v[0], metrics)
+
+    reset = jax.jit(jax.vmap(tr.env.reset_env, in_axes=(0, None)))
+    k_reset, key = jax.random.split(key)
+    obs, states = reset(jax.random.split(k_reset, cfg.num_envs), tr.env_params)
+    carry = (obs, states, jnp.ones(cfg.num_envs, bool))
+    rows, began = [], time.perf_counter()
+    for b in range(batches):
+        params, opt_state, carry, metrics = program(params, opt_state, carry, jax.random.fold_in(key, b))
+        row = {"batch": b + 1, "options": (b + 1) * cfg.frames_per_update, "seconds": time.perf_counter() - began}
+        row.update({k: float(v) for k, v in jax.device_get(metrics).items()})
+        rows.append(row)
+        if log:
+            log(row)
+    return params, rows
+
+
+def train(out: str | Path, cfg: PPOConfig, bc_batches: int = 40, seed: int = 0, **run_kw: Any) -> dict[str, Any]:
+    """Warm start (``bc_batches``; 0: none) then PPO into ``out`` (module docstring); returns ``train_rl``'s
+    summary with ``bc`` (the last batch's row). ``run_kw`` go to ``train_rl``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    params, rows = None, []
+    if bc_batches:
+        csv = out / "bc.csv"
+
+        def log(row):
+            if row["batch"] == 1:
+                csv.write_text(",".join(row) + "\n")
+            with csv.open("a") as f:
+                f.write(",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in row.values()) + "\n")
+
+        params, rows = warm_start(cfg, jax.random.fold_in(jax.random.key(seed), 1), bc_batches, log=log)
+        params = jax.device_get(params)
+    summary = train_rl(cfg, out, seed=seed, init_params=params, **run_kw)
+    if rows:
+        summary["bc"] = rows[-1]
+    return summary

@@ -1,0 +1,35 @@
+"""Trains CHAIC's options helper (issue 38): behaviour cloning of the RHP rules' options, then PPO
+(``jaxsoc.learners.chaic.options_ppo``). Usage: ``python scripts/chaic_options_ppo.py OUT [--bc-batches 40]
+[--updates 1000] [--num-envs 32] [--checkpoint-every 5]``; interrupting it keeps the last checkpoint."""
+
+import argparse
+
+from jaxsoc.learners.chaic import options_ppo
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("out")
+    parser.add_argument("--env", default="CHAIC-All-Options-v0")
+    parser.add_argument("--bc-batches", type=int, default=40)
+    parser.add_argument("--updates", type=int, default=1000)
+    parser.add_argument("--num-envs", type=int, default=32)
+    parser.add_argument("--checkpoint-every", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    n = args.num_envs
+    cfg = options_ppo.config(args.env, num_envs=n, minibatch_frames=10 * n, total_frames=n * 20 * args.updates)
+    summary = options_ppo.train(
+        args.out,
+        cfg,
+        args.bc_batches,
+        args.seed,
+        chunk_updates=5,
+        checkpoint_every=args.checkpoint_every,
+        eval_episodes=0,
+    )
+    print(summary)
+
+
+if __name__ == "__main__":
+    main()
