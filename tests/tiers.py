@@ -37,6 +37,12 @@ LEFT_OUT_OF_CI = {
     "tests/test_chaic_ppo.py::test_eval_command_with_a_ppo_run_and_append": (
         "chaic eval on the command line: tests/test_chaic_cli.py"
     ),
+    "tests/test_chaic_options.py::test_options_view_follows_the_rules_and_masks": (
+        "the options env compiles for minutes; its decisions (_decide: ending, fallback, continuing) run in CI"
+    ),
+    "tests/test_chaic_options.py::test_a_short_warm_start_improves_the_option_policys_return": (
+        "warm start and PPO on the options env (minutes of compiling); masking and the options' ends run in CI"
+    ),
     "tests/test_chaic_ppo.py::test_resume_equals_the_uninterrupted_run": "resume: PPO, HRL and Watch runs in CI",
     "tests/test_chaic_ppo.py::test_the_ray_image_option_runs_on_an_env_with_rays": "a third network configuration",
     "tests/test_ppo.py::test_train_then_eval_on_the_command_line": (

@@ -142,7 +142,7 @@ def _decide(mem: OptionMemory, state: S.State, timing: W.Timing):
     valid = jnp.where(kind == EXPLORE, view_ok | (agent.scan_left > 0), valid)
     limit = jnp.where((kind == EXPLORE) | (kind == FOLLOW), A.MAX_EXPLORE_FRAMES, A.MAX_MOVE_FRAMES)
     timed_out = state.frame - agent.plan_start > limit
-    ended = mem.issued | ((~valid | timed_out) & mem.acted)
+    ended = mem.done | mem.issued | ((~valid | timed_out) & mem.acted)
     plan = jnp.select(
         [kind == EXPLORE, kind == GOAL, kind == FETCH, kind == REMOVE, kind == FOLLOW],
         [A.EXPLORE, A.GOAL, A.FETCH_TARGET, A.REMOVE, A.FOLLOW],
