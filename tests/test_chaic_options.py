@@ -36,19 +36,21 @@ def test_option_names_and_bad_input_are_refused():
     assert "CHAIC-All-Options-v0" in jaxsoc.registered_envs() and "CHAIC-Normal-Options-v0" in jaxsoc.registered_envs()
 
 
+@pytest.mark.slow
 def test_masked_options_are_never_sampled():
     """The ``chaic`` network on the options layout: with random masks (explore and wait always open, as the env's),
     thousands of sampled options all fall inside their mask."""
     space = OP.observation_space()
     model = registry.build("chaic", registry.network_config("chaic", "tiny", OP.NUM_OPTIONS), space)
     batch = 32
-    keys = jax.random.split(jax.random.key(0), batch)
-    obs = jax.vmap(space.sample)(keys)
+    one = space.sample(jax.random.key(0))
+    obs = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (batch, *jnp.shape(x))), one)
+    obs["objects"]["rel_pos"] = jax.random.normal(jax.random.key(4), (batch, S.MAX_OBJECTS, 2)) * 4
     mask = jax.random.bernoulli(jax.random.key(1), 0.05, (batch, OP.NUM_OPTIONS))
     mask = mask.at[:, OP.EXPLORE].set(False).at[:, OP.WAIT].set(True)
     obs["action_mask"] = mask
-    variables = model.init(jax.random.key(2), obs, model.initial_memory(batch))
-    log_probs, _, _ = model.apply(variables, obs, model.initial_memory(batch))
+    variables = jax.jit(model.init)(jax.random.key(2), obs, model.initial_memory(batch))
+    log_probs, _, _ = jax.jit(model.apply)(variables, obs, model.initial_memory(batch))
     samples = jax.random.categorical(jax.random.key(3), log_probs, shape=(200, batch))
     assert np.asarray(jnp.take_along_axis(mask, samples.T, axis=1)).all()
     assert len(np.unique(np.asarray(samples))) > 2  # the masks leave choices, and they are used
@@ -57,9 +59,9 @@ def test_masked_options_are_never_sampled():
 @pytest.fixture(scope="module")
 def episode():
     """The first test episode of ``normal`` and the helper's memory after a first look."""
-    state = jax.tree_util.tree_map(lambda x: x[0], T.cached_split("normal", "test").states)
+    state = jax.tree_util.tree_map(lambda x: x[0], T.make_split("normal", "test", size=1).states)
     mem = OP.init_memory(state)
-    return state, mem.replace(agent=A.perceive(mem.agent, state, W.Timing()))
+    return state, mem.replace(agent=jax.jit(A.perceive)(mem.agent, state, W.Timing()))
 
 
 _decide = jax.jit(OP._decide)
