@@ -231,6 +231,13 @@ def test_eval_helpers_are_parsed_with_clear_errors(half_run, tmp_path):
     assert rewritten
     with pytest.raises(ValueError, match="not a CHAIC helper view"):
         load_ppo_helper(other)
+    # a run on the options view (issue 38) loads as the options helper, never as a primitive-action one
+    for path in (other / CHECKPOINTS).rglob("*"):
+        if path.is_file() and "meta" in path.parts and "CHAIC-Normal-v0" in path.read_text(errors="ignore"):
+            path.write_text(path.read_text().replace("CHAIC-Normal-v0", "CHAIC-Normal-Options-v0"))
+    from jaxsoc.envs.chaic.options import OptionPolicyHelper
+
+    assert isinstance(load_ppo_helper(other), OptionPolicyHelper)
 
 
 def test_the_loaded_helper_takes_valid_actions_in_play(half_run):
@@ -264,7 +271,7 @@ def test_eval_command_with_a_ppo_run_and_append(half_run, tmp_path, capsys):
 
 
 def test_a_two_agent_env_is_refused_with_the_helper_view_named(capsys):
-    with pytest.raises(ValueError, match="several agents.*instead: CHAIC-Normal-Helper-v0$"):
+    with pytest.raises(ValueError, match="several agents.*instead: CHAIC-Normal-Helper-v0, CHAIC-Normal-Options-v0$"):
         ppo.Trainer(dataclasses.replace(TOY, env_id="CHAIC-Normal-v0", env_args=""))
     assert jaxsoc_main(["train", "ppo", "--env", "CHAIC-Normal-v0", "--out", "unused", "--preset", "tiny"]) == 2
     assert "CHAIC-Normal-Helper-v0" in capsys.readouterr().err
