@@ -226,6 +226,8 @@ def test_bib_eval_checks_every_run_before_any_pairs(tmp_path, capsys, no_pairs):
     refused(argv(broken), tmp_path, capsys, f"unreadable checkpoint meta in {(broken / 'checkpoints').absolute()}/1")
     atc = _bib_run(tmp_path, "atc", {**BIB_INFO, "kind": "bib-atc"})
     refused(argv(atc), tmp_path, capsys, f"{atc} is a bib-atc run, which is not an observer")
+    refused(["bib", "probe", str(atc)], tmp_path, capsys, f"{atc} is a bib-atc run; bib probe takes bc runs")
+    refused(["bib", "probe", str(corrupt)], tmp_path, capsys, f"{corrupt / 'run.json'} is not readable JSON")
     refused(["bib", "eval", "--data", "nowhere"], tmp_path, capsys, "--data nowhere: no such directory")
     refused(["bib", "eval", "--pairs", "0"], tmp_path, capsys, "--pairs must be a positive integer")
 

@@ -72,7 +72,8 @@ def make_learner(kind: str, config, encoder_params=None) -> Learner:
         if encoder_params is not None:
             raise ValueError("bib-atc trains its own encoder; it takes no --encoder")
         return ATCLearner(config)
-    if getattr(config, "finetune_encoder", True) is False and encoder_params is None:
+    pixels = getattr(config, "inputs", "pixels") == "pixels"
+    if pixels and getattr(config, "finetune_encoder", True) is False and encoder_params is None:
         raise ValueError(f"{kind} with finetune_encoder=false needs a pretrained encoder (--encoder ATC_RUN)")
     learner_type = VideoLearner if kind == "bib-video-rnn" else BCLearner
     return learner_type(config, encoder_params)
