@@ -26,7 +26,6 @@ from jaxsoc.learners.bib.video import VideoConfig, VideoLearner
 from jaxsoc.learners.networks.bib import ATCEncoder
 
 PARAMS = W.BIBParams.compact()
-STEPS = {"symbolic": 150, "pixels": 600}  # of test_bc_beats_predicting_no_motion_on_held_out_episodes
 
 
 @pytest.fixture(scope="module")
@@ -214,31 +213,23 @@ def test_fine_tuning_moves_the_encoder(episodes, encoder_params):
     assert all(jax.tree.leaves(changed))
 
 
-def _held_out_loss(learner, params, episodes) -> tuple[float, float]:
-    """The BC loss of ``episodes``' test steps (every real one) and that of predicting no motion there."""
-    loss = float(jax.jit(lambda p: learner.loss(p, None, jax.random.key(5), {"episodes": episodes}, False)[0])(params))
-    actions, valid = D.step_actions(episodes)[:, W.TEST], D.step_valid(episodes)[:, W.TEST]
-    still = float(jnp.sum(jnp.mean(actions**2, -1) * valid) / jnp.sum(valid))
-    return loss, still
-
-
-@pytest.mark.parametrize("inputs", ["symbolic", "pixels"])
-def test_bc_beats_predicting_no_motion_on_held_out_episodes(episodes, inputs):
-    """Issue 40's recipe (any trial as the query, every real step of it a query; pixels: the encoder fine-tuned
-    from random with the agent-cell head) trained on 24 episodes: the BC loss of 8 held-out ones falls below
-    predicting no motion (the baselines' frozen heads never did: 0.70 -> 0.76)."""
+def test_symbolic_bc_beats_predicting_no_motion_on_held_out_episodes(episodes):
+    """Issue 40's recipe on symbolic states (any trial as the query, every real step of it a query) trained on
+    24 episodes: the BC loss of 8 held-out ones falls below predicting no motion (the baselines' pixel heads on
+    a frozen ATC encoder never did: 0.70 -> 0.76). The pixel recipe is measured in
+    benchmarks/results/bib_learners_cpu/finetune (a fine-tuning step is checked to move the encoder above)."""
     config = BCConfig(batch_size=8, lr=1e-3, dropout=0.0, context_pairs=8, query_steps=0, query_trial="any")
-    if inputs == "pixels":
-        config = dataclasses.replace(config, inputs="pixels", aux_weight=1.0, query_steps=4)
-    learner = BCLearner(dataclasses.replace(config, inputs=inputs))
+    learner = BCLearner(dataclasses.replace(config, inputs="symbolic"))
     train, held_out = D.take(episodes, np.r_[0:12, 16:28]), D.take(episodes, np.r_[12:16, 28:32])
+    held_out_loss = jax.jit(lambda p: learner.loss(p, None, jax.random.key(5), {"episodes": held_out}, False)[0])
+    actions, valid = D.step_actions(held_out)[:, W.TEST], D.step_valid(held_out)[:, W.TEST]
+    still = float(jnp.sum(jnp.mean(actions**2, -1) * valid) / jnp.sum(valid))
     update, state = jax.jit(learner.update), learner.init(jax.random.key(0))
-    before, still = _held_out_loss(learner, state.params, held_out)
-    with optimized():
-        for key in jax.random.split(jax.random.key(1), STEPS[inputs]):
-            rows = np.asarray(jax.random.choice(key, 24, (8,), replace=False))
-            state, _ = update(state, key, {"episodes": D.take(train, rows)})
-    after, _ = _held_out_loss(learner, state.params, held_out)
+    before = float(held_out_loss(state.params))
+    for key in jax.random.split(jax.random.key(1), 150):
+        rows = np.asarray(jax.random.choice(key, 24, (8,), replace=False))
+        state, _ = update(state, key, {"episodes": D.take(train, rows)})
+    after = float(held_out_loss(state.params))
     assert before > 0.9 * still and after < 0.85 * still, (before, after, still)
 
 

@@ -63,10 +63,6 @@ LEFT_OUT_OF_CI = {
     "tests/test_bib_learners.py::test_bad_input_is_refused": (
         "needs the trained runs above; bib eval's refusals: tests/test_bad_input.py"
     ),
-    "tests/test_bib_learners.py::test_bc_beats_predicting_no_motion_on_held_out_episodes[pixels]": (
-        "600 steps fine-tuning the encoder (minutes on one core); the [symbolic] case (the same loss, queries and "
-        "trial rotation) and test_fine_tuning_moves_the_encoder run in CI"
-    ),
     "tests/test_bib_learners.py::test_bc_overfits_a_handful_of_episodes[mlp]": (
         "learning signal: the ATC loss, the Video-RNN and fine-tuning tests"
     ),
