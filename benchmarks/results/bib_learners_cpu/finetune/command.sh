@@ -23,4 +23,5 @@ $J train bib-bc-mlp --out $R/ft-mlp --episodes 1500 --seeds 1 --epochs 9 --quiet
 #    the symbolic run also on 300; then linear probes of the states
 $J bib eval $R/ft-mlp $R/sym-mlp --pairs 50 --seed 1 --no-reference --batch 50 --out $OUT/pairs50
 $J bib eval $R/sym-mlp --pairs 300 --seed 1 --no-reference --batch 100 --out $OUT/pairs300
-$J bib probe $R/sym-mlp $R/ft-mlp --episodes 400 --out $OUT
+$J bib probe $R/sym-mlp $R/ft-mlp --episodes 200 --out $OUT
+# the runs committed here are runs/bib40/{sym-mlp,ft-mlp} with only their last checkpoint step
