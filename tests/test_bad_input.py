@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import jax
+import numpy as np
 import pytest
 
 from jaxsoc.cli import chaic as C
@@ -187,7 +188,12 @@ def _bib_run(root: Path, name: str, info, checkpoints: bool = True) -> Path:
     run.mkdir()
     (run / "run.json").write_text(info if isinstance(info, str) else json.dumps(info))
     if checkpoints:
-        (run / "checkpoints").mkdir()
+        from jaxsoc.learners.checkpoint import Checkpointer
+
+        kind = info.get("kind") if isinstance(info, dict) else "bib-bc-mlp"
+        saver = Checkpointer(run / "checkpoints", {"kind": checkpoints if isinstance(checkpoints, str) else kind})
+        saver.save(1, {"x": np.zeros(1, np.float32)})
+        saver.close()
     return run
 
 
@@ -208,8 +214,20 @@ def test_bib_eval_checks_every_run_before_any_pairs(tmp_path, capsys, no_pairs):
     refused(argv(bad_config), tmp_path, capsys, f"{bad_config / 'run.json'}: bad BCConfig field")
     unfinished = _bib_run(tmp_path, "unfinished", BIB_INFO, checkpoints=False)
     refused(argv(unfinished), tmp_path, capsys, f"{unfinished} has no checkpoint yet")
+    empty = _bib_run(tmp_path, "empty", BIB_INFO, checkpoints=False)
+    (empty / "checkpoints").mkdir()
+    refused(argv(empty), tmp_path, capsys, f"{empty} has no checkpoint yet (nothing saved in {empty / 'checkpoints'})")
+    other = _bib_run(tmp_path, "other", BIB_INFO, checkpoints="bib-video-rnn")
+    refused(argv(other), tmp_path, capsys, f"{other / 'checkpoints'} holds a 'bib-video-rnn' checkpoint")
+    broken = _bib_run(tmp_path, "broken", BIB_INFO)
+    for meta in (broken / "checkpoints").rglob("*"):
+        if meta.is_file() and meta.parent.name == "meta":
+            meta.write_text("{not json")
+    refused(argv(broken), tmp_path, capsys, f"unreadable checkpoint meta in {(broken / 'checkpoints').absolute()}/1")
     atc = _bib_run(tmp_path, "atc", {**BIB_INFO, "kind": "bib-atc"})
     refused(argv(atc), tmp_path, capsys, f"{atc} is a bib-atc run, which is not an observer")
+    refused(["bib", "probe", str(atc)], tmp_path, capsys, f"{atc} is a bib-atc run; bib probe takes bc runs")
+    refused(["bib", "probe", str(corrupt)], tmp_path, capsys, f"{corrupt / 'run.json'} is not readable JSON")
     refused(["bib", "eval", "--data", "nowhere"], tmp_path, capsys, "--data nowhere: no such directory")
     refused(["bib", "eval", "--pairs", "0"], tmp_path, capsys, "--pairs must be a positive integer")
 

@@ -13,6 +13,7 @@ It is also the front end of BIB's learners for ``jaxsoc train bib-*`` (``config_
 jaxsoc train bib-atc --episodes 28000 --out runs/atc                        # pretrain the encoder
 jaxsoc train bib-bc-mlp --encoder runs/atc --seeds 3 --out runs/bc-mlp      # 3 seeds in one program
 jaxsoc bib eval runs/bc-mlp runs/bc-rnn runs/video --pairs 1000 --out results  # Table 1, mean ± SE
+jaxsoc bib probe runs/bc-mlp --episodes 400 --out results  # linear probes: agent's cell and action from states
 """
 
 from __future__ import annotations
@@ -220,6 +221,45 @@ def eval_runs(args) -> int:
     return 0
 
 
+def cmd_probe(args) -> int:
+    """``jaxsoc bib probe RUN ...``: linear probes (``learners.bib.probe``) of every BC run's states (seed 0's
+    final parameters) and of a random encoder's, on ``--episodes`` generated background episodes (80/20
+    split); prints a table and writes ``probe.{json,md}`` to ``--out``."""
+    from jaxsoc.learners.bib import bc, probe, run
+    from jaxsoc.learners.bib import data as D
+    from jaxsoc.learners.run_log import write_json
+
+    require_positive(args, "episodes", "per_episode")
+    infos = {path: run.read_info(path) for path in args.run}
+    for path, info in infos.items():
+        if info["kind"] not in ("bib-bc-mlp", "bib-bc-rnn"):
+            raise ValueError(f"{path} is a {info['kind']} run; bib probe takes bc runs")
+    if args.episodes < 5:
+        raise ValueError(f"--episodes {args.episodes}: at least 5, for a validation episode")
+    train, validation = D.background(seed=args.data_seed, episodes=args.episodes)
+    random = bc.BCLearner(bc.BCConfig())
+    rows = {"random encoder (untrained)": probe.probe(random, random.init(jax.random.key(0)).params, train, validation)}
+    for path in args.run:
+        learner, states, info = run.load(path)
+        params = _one(learner.final_params(states), 0)
+        rows[f"{Path(path).name} ({info['kind']})"] = probe.probe(learner, params, train, validation)
+    actions, valid = D.step_actions(validation), D.step_valid(validation)
+    still = float(np.sum(np.mean(np.asarray(actions) ** 2, -1) * np.asarray(valid)) / np.sum(np.asarray(valid)))
+    lines = ["| states | agent's cell | action |", "|---|---:|---:|"]
+    lines += [f"| {name} | {100 * r['agent_cell']:.1f} | {100 * r['action']:.1f} |" for name, r in rows.items()]
+    lines.append(f"\nBC loss of predicting no motion on these validation episodes (every real step): {still:.3f}")
+    table = "\n".join(lines)
+    print(f"linear probes, validation accuracy (%), {args.episodes} background episodes (seed {args.data_seed})")
+    print(table)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        record = {"episodes": args.episodes, "data_seed": args.data_seed, "probes": rows, "no_motion_loss": still}
+        write_json(out / "probe.json", record)
+        (out / "probe.md").write_text(table + "\n")
+    return 0
+
+
 def add_parser(sub) -> None:
     """Adds ``jaxsoc bib`` and its verbs to the ``jaxsoc`` command's subparsers."""
     from jaxsoc.envs.bib import OBSERVERS, tasks
@@ -272,6 +312,14 @@ def add_parser(sub) -> None:
     evaluate.add_argument("--batch", type=int, default=256, help="pairs scored at once (runs: use ~64)")
     evaluate.add_argument("--out", help="directory for bib_observers.{json,md,png}")
     evaluate.set_defaults(func=clear_errors(cmd_eval), compact=True)
+
+    probes = verbs.add_parser("probe", help="linear probes of BC runs' states: the agent's cell and its action")
+    probes.add_argument("run", nargs="+", help="runs of jaxsoc train bib-bc-mlp|bib-bc-rnn")
+    probes.add_argument("--episodes", type=int, default=400, help="generated background episodes (80/20 split)")
+    probes.add_argument("--per-episode", type=int, default=4, help="frames drawn per episode")
+    probes.add_argument("--data-seed", type=int, default=1)
+    probes.add_argument("--out", help="directory for probe.{json,md}")
+    probes.set_defaults(func=clear_errors(cmd_probe))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,9 +9,21 @@ label (``data.step_actions``) at a random step of each background episode's test
 - **BC-RNN**: each familiarisation trial's first ``max_steps`` (30) (frame, action) pairs through a 2-layer
   bidirectional LSTM, the output at its last step, mean over trials.
 
-The frames go through the ATC encoder (``atc``), loaded from a pretraining run and fine-tuned with the rest,
-as in the baselines. With ``finetune_encoder=False`` the encoder stays as loaded and its latents of every
-training frame are computed once (``prepare``), which makes a CPU run affordable.
+The frames go through the ATC encoder (``atc``), loaded from a pretraining run (or random) and fine-tuned with
+the rest, as in the baselines. With ``finetune_encoder=False`` the encoder stays as loaded and its latents of
+every training frame are computed once (``prepare``), which makes a CPU run affordable.
+
+Beyond the baselines' recipe (issue 40), all off by default:
+
+- ``query_steps``: real steps of the query trial drawn per episode and step (the baselines: 1; 0: every one);
+- ``query_trial="any"``: the query trial is drawn among the 9 of each background episode (the other 8, in
+  order, are its context: ``data.rotate_trials``) instead of always the last;
+- ``aux_weight``: an auxiliary linear head on the query frames' latents predicting the agent's cell (100-way
+  cross-entropy, a label the generator gives for free), added to the loss with this weight so that the
+  encoder has a reason to encode the agent; the validation loss stays the BC loss alone;
+- ``inputs="symbolic"``: no pixels and no encoder, the heads read ``data.symbolic_states`` (the agent,
+  objects, walls, key and lock as positions): the diagnostic of whether the heads and data can show the
+  paper's pattern when the encoder is out of the way.
 
 As an observer, the surprise of test step ``k`` is the squared error of the predicted action against the
 observed one (mean over the two axes), over the real steps; the context pairs of BC-MLP are drawn with a fixed
@@ -23,9 +35,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from jaxsoc.envs.bib import world as W
 from jaxsoc.learners.bib import data as D
@@ -47,6 +61,10 @@ class BCConfig(CommonConfig):
     max_steps: int = 30
     dropout: float = 0.2
     finetune_encoder: bool = True
+    query_steps: int = 1
+    query_trial: str = "test"
+    aux_weight: float = 0.0
+    inputs: str = "pixels"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -56,6 +74,10 @@ class BCConfig(CommonConfig):
             raise ValueError("BCConfig.context_pairs and max_steps must be positive")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"BCConfig.dropout must be in [0, 1), got {self.dropout}")
+        if self.query_steps < 0 or self.aux_weight < 0:
+            raise ValueError("BCConfig.query_steps and aux_weight must be >= 0")
+        if self.query_trial not in ("test", "any") or self.inputs not in ("pixels", "symbolic"):
+            raise ValueError(f"BCConfig: query_trial is 'test' or 'any', inputs 'pixels' or 'symbolic'; got {self}")
 
 
 def context_picks(key: jax.Array, valid: jax.Array, count: int) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -75,26 +97,37 @@ class BCLearner(Learner):
     def __init__(self, config: BCConfig, encoder_params=None) -> None:
         super().__init__(config)
         self.kind = f"bib-bc-{config.model}"
-        self.frozen_encoder = not config.finetune_encoder
+        self.symbolic = config.inputs == "symbolic"
+        self.frozen_encoder = not config.finetune_encoder and not self.symbolic
         self.encoder_params = encoder_params
         self.encoder = ATCEncoder(latent=config.latent)
+        self.width = D.SYMBOLIC_WIDTH if self.symbolic else config.latent  # of the states the heads read
         self.head = BCMLP(dropout=config.dropout) if config.model == "mlp" else BCRNN(dropout=config.dropout)
+        self.aux = nn.Dense(W.GRID * W.GRID)  # the agent's cell from a latent
 
     # ------------------------------------------------------------------------------------------------ set-up
 
     def init_params(self, key: jax.Array) -> dict:
-        k_enc, k_head = jax.random.split(key)
+        k_enc, k_head, k_aux = jax.random.split(key, 3)
         frame = jnp.zeros((1, D.FRAME_SIZE, D.FRAME_SIZE, 3))
-        encoder = self.encoder_params if self.encoder_params is not None else self.encoder.init(k_enc, frame)["params"]
-        return {"encoder": encoder, "head": self.head.init(k_head, *self._dummy())["params"]}
+        if self.symbolic:
+            encoder = {}
+        elif self.encoder_params is not None:
+            encoder = self.encoder_params
+        else:
+            encoder = self.encoder.init(k_enc, frame)["params"]
+        params = {"encoder": encoder, "head": self.head.init(k_head, *self._dummy())["params"]}
+        if self.config.aux_weight > 0:
+            params["aux"] = self.aux.init(k_aux, jnp.zeros((1, self.width)))["params"]
+        return params
 
     def _dummy(self):
-        cfg, latent = self.config, jnp.zeros((1, self.config.latent))
+        cfg, latent = self.config, jnp.zeros((1, self.width))
         if cfg.model == "mlp":
             k = cfg.context_pairs
-            return jnp.zeros((1, k, cfg.latent)), jnp.zeros((1, k, 2)), jnp.ones((1, k), bool), latent
+            return jnp.zeros((1, k, self.width)), jnp.zeros((1, k, 2)), jnp.ones((1, k), bool), latent
         n, steps = D.FAMILIARISATION, cfg.max_steps
-        return jnp.zeros((1, n, steps, cfg.latent)), jnp.zeros((1, n, steps, 2)), jnp.ones((1, n), jnp.int32), latent
+        return jnp.zeros((1, n, steps, self.width)), jnp.zeros((1, n, steps, 2)), jnp.ones((1, n), jnp.int32), latent
 
     def prepare(self, episodes: W.Episode) -> dict:
         """``{"episodes": ...}``, plus ``"latents"`` ``float32[N, 9, M + 1, latent]`` of every frame when the
@@ -111,6 +144,8 @@ class BCLearner(Learner):
 
     def _states_at(self, params, batch, trial, step):
         """Latents ``[B, K, latent]`` of the frames ``(trial, step)`` (``int[B, K]``) of the batch."""
+        if self.symbolic:
+            return D.symbolic_states(batch["episodes"], trial, step)
         if "latents" in batch:
             rows = jnp.arange(trial.shape[0])[:, None]
             return batch["latents"][rows, trial, step]
@@ -118,10 +153,18 @@ class BCLearner(Learner):
 
     def _trial_states(self, params, batch, steps: int):
         """Latents ``[B, 8, steps, latent]`` of the familiarisation trials' first ``steps`` frames."""
+        return self._steps_of(params, batch, tuple(range(D.FAMILIARISATION)), steps)
+
+    def _steps_of(self, params, batch, trials: tuple[int, ...], steps: int):
+        """States ``[B, len(trials), steps, width]`` of the given trials' first ``steps`` frames."""
         if "latents" in batch:
-            return batch["latents"][:, : D.FAMILIARISATION, :steps]
-        frames = D.trial_frames(batch["episodes"], tuple(range(D.FAMILIARISATION)), steps)
-        return self._encode(params, frames)
+            return batch["latents"][:, jnp.asarray(trials), :steps]
+        if self.symbolic:
+            b, shape = D.num_episodes(batch["episodes"]), (len(trials), steps)
+            trial = jnp.broadcast_to(jnp.asarray(trials)[:, None], shape).reshape(1, -1).repeat(b, 0)
+            step = jnp.broadcast_to(jnp.arange(steps)[None], shape).reshape(1, -1).repeat(b, 0)
+            return D.symbolic_states(batch["episodes"], trial, step).reshape(b, *shape, -1)
+        return self._encode(params, D.trial_frames(batch["episodes"], trials, steps))
 
     def _context(self, params, key, batch):
         """The head's context ``[B, C]`` of the batch's familiarisation trials."""
@@ -146,18 +189,30 @@ class BCLearner(Learner):
     # ------------------------------------------------------------------------------------------------ loss
 
     def loss(self, params, target, key, batch, train):
-        k_context, k_query, k_drop = jax.random.split(key, 3)
+        """The mean squared action error over ``query_steps`` real steps of each episode's query trial, plus
+        ``aux_weight`` times the agent-cell cross-entropy when training (module docstring)."""
+        cfg = self.config
+        k_context, k_query, k_drop, k_trial = jax.random.split(key, 4)
+        if cfg.query_trial == "any":
+            batch = D.rotate_trials(batch, jax.random.randint(k_trial, (D.num_episodes(batch["episodes"]),), 0, 9))
         episodes = batch["episodes"]
         valid = D.step_valid(episodes)[:, W.TEST]
-        step = D.random_step(k_query, valid)
-        rows = jnp.arange(step.shape[0])
+        _, step, mask = context_picks(k_query, valid[:, None], cfg.query_steps or valid.shape[-1])  # [B, Q]
         test = jnp.full_like(step, W.TEST)
-        query = self._states_at(params, batch, test[:, None], step[:, None])[:, 0]
+        query = self._states_at(params, batch, test, step)  # [B, Q, width]
         context = self._context(params, k_context, batch)
-        predicted = self._act(params, context, query, train, k_drop)
-        target_action = D.step_actions(episodes)[rows, W.TEST, step]
-        loss = masked_mean(jnp.mean((predicted - target_action) ** 2, axis=-1), valid[rows, step])
-        return loss, {"loss": loss}
+        b, q = step.shape
+        tiled = jnp.repeat(context[:, None], q, axis=1).reshape(b * q, -1)
+        predicted = self._act(params, tiled, query.reshape(b * q, -1), train, k_drop).reshape(b, q, 2)
+        target_action = D.step_actions(episodes)[jnp.arange(b)[:, None], W.TEST, step]
+        loss = masked_mean(jnp.mean((predicted - target_action) ** 2, axis=-1), mask)
+        metrics = {"loss": loss}
+        if cfg.aux_weight > 0 and train:
+            logits = self.aux.apply({"params": params["aux"]}, query)
+            cells = D.agent_cells(episodes, test, step)
+            aux = masked_mean(optax.softmax_cross_entropy_with_integer_labels(logits, cells), mask)
+            metrics = {"loss": loss + cfg.aux_weight * aux, "bc_loss": loss, "aux_loss": aux}
+        return metrics["loss"], metrics
 
     def surprise(self, params, episodes: W.Episode, steps: int | None = None):
         """``(float32[B, S], bool[B, S])``: the squared action error at each of the first ``S = steps`` (default
@@ -165,8 +220,7 @@ class BCLearner(Learner):
         batch = {"episodes": episodes}
         context = self._context(params, jax.random.key(CONTEXT_KEY), batch)
         steps = episodes.max_moves if steps is None else steps
-        frames = D.trial_frames(episodes, (W.TEST,), steps)[:, 0]  # [B, S, 84, 84, 3]
-        states = self._encode(params, frames)
+        states = self._steps_of(params, batch, (W.TEST,), steps)[:, 0]  # [B, S, width]
         tiled = jnp.repeat(context[:, None], steps, axis=1)
         flat = lambda x: x.reshape(-1, x.shape[-1])  # noqa: E731
         predicted = self._act(params, flat(tiled), flat(states), False, None).reshape(-1, steps, 2)

@@ -208,3 +208,81 @@ def random_step(key: jax.Array, valid: jax.Array) -> jax.Array:
     its last axis, or 0 where none is True."""
     noise = jax.random.uniform(key, valid.shape)
     return jnp.argmax(jnp.where(valid, noise, -1.0), axis=-1).astype(jnp.int32)
+
+
+# ---------------------------------------------------------------------------------------------------- symbols
+
+_CELLS = W.GRID * W.GRID
+_SHAPES, _COLORS, _AGENT_SHAPES = len(W.OBJECT_SHAPES), len(W.PALETTE), len(W.AGENT_SHAPES)
+#: width of ``symbolic_states``' vectors
+SYMBOLIC_WIDTH = 3 * _CELLS + 2 + 2 * (_CELLS + 3 + _SHAPES + _COLORS) + 6 + _AGENT_SHAPES + _COLORS
+
+
+def _symbols(trial: W.Episode, step: jax.Array) -> jax.Array:
+    """One trial's (arrays ``[...]`` without the trial axis) state at ``step`` as ``float32[SYMBOLIC_WIDTH]``."""
+    side = trial.walls.shape[-1]
+    scale = 1.0 / (side - 1)
+    cell = trial.path[step].astype(jnp.int32)
+    one_hot = lambda i, n: jax.nn.one_hot(i, n, dtype=jnp.float32)  # noqa: E731
+    parts = [
+        one_hot(cell[0] * side + cell[1], _CELLS),
+        cell.astype(jnp.float32) * scale,
+        trial.walls.reshape(-1).astype(jnp.float32),
+        (trial.barrier & trial.barrier_visible[step]).reshape(-1).astype(jnp.float32),
+    ]
+    for slot in range(2):
+        where, seen = trial.objects[slot].astype(jnp.int32), trial.object_visible[slot].astype(jnp.float32)
+        parts += [
+            one_hot(where[0] * side + where[1], _CELLS) * seen,
+            where.astype(jnp.float32) * scale * seen,
+            seen[None],
+            one_hot(trial.object_shape[slot], _SHAPES) * seen,
+            one_hot(trial.object_color[slot], _COLORS) * seen,
+        ]
+    key_seen, lock_seen = trial.key_visible[step].astype(jnp.float32), trial.lock_visible[step].astype(jnp.float32)
+    parts += [
+        trial.key_xy[step] * scale * key_seen,
+        key_seen[None],
+        trial.lock.astype(jnp.float32) * scale * lock_seen,
+        lock_seen[None],
+        one_hot(trial.agent_shape, _AGENT_SHAPES),
+        one_hot(trial.agent_color, _COLORS),
+    ]
+    return jnp.concatenate(parts)
+
+
+def symbolic_states(episodes: W.Episode, trial: jax.Array, step: jax.Array) -> jax.Array:
+    """Returns ``float32[B, K, SYMBOLIC_WIDTH]``: the symbolic state at step ``step[b, k]`` of trial ``trial[b, k]``
+    of episode ``b`` (``episodes`` ``[B, 9, ...]`` in ``LEARNER_PARAMS``' timing, ``trial``, ``step`` ``int[B, K]``),
+    what a frame shows as positions instead of pixels: the agent's cell (one-hot and ``(row, col)`` scaled to
+    ``[0, 1]``), the walls and the visible barrier cells (``10 x 10`` maps), each object's cell (one-hot and
+    scaled), presence, shape and colour (one-hot, zeros when absent), the key's and lock's positions and
+    visibility, and the agent's shape and colour. For the symbolic diagnostic of the BC observers."""
+
+    def one(episode, t, s):
+        return _symbols(jax.tree.map(lambda x: x[t], episode), s)
+
+    return jax.vmap(lambda e, ts, ss: jax.vmap(lambda t, s: one(e, t, s))(ts, ss))(episodes, trial, step)
+
+
+def agent_cells(episodes: W.Episode, trial: jax.Array, step: jax.Array) -> jax.Array:
+    """Returns ``int32[B, K]``: the agent's cell index ``row * 10 + col`` at step ``step[b, k]`` of trial
+    ``trial[b, k]`` (``episodes`` ``[B, 9, ...]``; the label of the auxiliary head and of the probes)."""
+    path = jnp.asarray(episodes.path).astype(jnp.int32)  # [B, 9, M + 1, 2]
+    rows = jnp.arange(path.shape[0])[:, None]
+    cell = path[rows, trial, step]
+    return cell[..., 0] * episodes.walls.shape[-1] + cell[..., 1]
+
+
+def rotate_trials(arrays: dict, query: jax.Array) -> dict:
+    """Returns ``arrays`` (``prepare`` d: leaves ``[B, 9, ...]``) with trial ``query[b]`` of each episode moved to
+    the test position (index 8) and the other eight, in order, before it: a background trial as the query with
+    the rest as its context."""
+    order = jnp.arange(W.NUM_TRIALS - 1)
+    order = jnp.concatenate([jnp.where(order[None] < query[:, None], order[None], order[None] + 1), query[:, None]], 1)
+
+    def gather(x):
+        index = order.reshape(*order.shape, *([1] * (x.ndim - 2)))
+        return jnp.take_along_axis(x, index, axis=1)
+
+    return jax.tree.map(gather, arrays)

@@ -35,7 +35,7 @@ from jaxsoc.learners.bib.atc import ATCConfig, ATCLearner
 from jaxsoc.learners.bib.bc import BCConfig, BCLearner
 from jaxsoc.learners.bib.learner import Learner
 from jaxsoc.learners.bib.video import VideoConfig, VideoLearner
-from jaxsoc.learners.checkpoint import Checkpointer
+from jaxsoc.learners.checkpoint import Checkpointer, read_meta
 from jaxsoc.learners.run_log import MetricsLog, write_json
 
 RUN_JSON = "run.json"
@@ -72,7 +72,8 @@ def make_learner(kind: str, config, encoder_params=None) -> Learner:
         if encoder_params is not None:
             raise ValueError("bib-atc trains its own encoder; it takes no --encoder")
         return ATCLearner(config)
-    if getattr(config, "finetune_encoder", True) is False and encoder_params is None:
+    pixels = getattr(config, "inputs", "pixels") == "pixels"
+    if pixels and getattr(config, "finetune_encoder", True) is False and encoder_params is None:
         raise ValueError(f"{kind} with finetune_encoder=false needs a pretrained encoder (--encoder ATC_RUN)")
     learner_type = VideoLearner if kind == "bib-video-rnn" else BCLearner
     return learner_type(config, encoder_params)
@@ -331,7 +332,8 @@ def read_info(run: str | Path) -> dict[str, Any]:
 
     Raises:
         ValueError: naming the directory or file: no such directory, no ``run.json``, unreadable JSON, an
-            unknown kind, a missing field, a bad config or seed count, or no ``checkpoints/`` yet.
+            unknown kind, a missing field, a bad config or seed count, no checkpoint saved yet, or an unreadable
+            checkpoint meta or one of another kind (the arrays are read by ``load``).
     """
     run = Path(run)
     path = run / RUN_JSON
@@ -360,6 +362,14 @@ def read_info(run: str | Path) -> dict[str, Any]:
         raise ValueError(f"{path}: {error}") from None
     if not (run / CHECKPOINTS).is_dir():
         raise ValueError(f"{run} has no checkpoint yet (no {CHECKPOINTS}/)")
+    try:
+        meta = read_meta(run / CHECKPOINTS)  # the newest step's small JSON, not its arrays
+    except FileNotFoundError:
+        raise ValueError(f"{run} has no checkpoint yet (nothing saved in {run / CHECKPOINTS})") from None
+    if meta.get("kind") != info["kind"]:
+        raise ValueError(
+            f"{run / CHECKPOINTS} holds a {meta.get('kind')!r} checkpoint but {path} says {info['kind']!r}"
+        )
     return info
 
 
