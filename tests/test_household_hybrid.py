@@ -30,7 +30,7 @@ from jaxsoc.envs.household import world as W
 from jaxsoc.envs.household.agents import agents as AG
 from jaxsoc.envs.household.agents import belief as B
 from jaxsoc.envs.household.agents import evaluate as EV
-from jaxsoc.learners import ppo
+from jaxsoc.learners import expert_cloning, ppo
 from jaxsoc.learners.household import hybrid as H
 
 SIMS = 2
@@ -286,7 +286,7 @@ def test_bc_raises_the_expert_choices_probability(env_fn, policy):
     obs_seq, expert, mask = stack(frames), jnp.stack(experts), jnp.asarray(np.stack(masks))
     assert len(set(np.asarray(expert).ravel().tolist())) > 1
     tx = optax.rmsprop(3e-3, decay=0.99, eps=1e-5)
-    grad = jax.value_and_grad(lambda p: H.bc_loss(model, p, obs_seq, mask, expert), has_aux=True)
+    grad = jax.value_and_grad(lambda p: expert_cloning.bc_loss(model, p, obs_seq, mask, expert), has_aux=True)
 
     @jax.jit
     def update(p, s):

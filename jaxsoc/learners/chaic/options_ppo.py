@@ -1,6 +1,6 @@
 """PPO over CHAIC's helper options (``envs.chaic.options``, ``CHAIC-All-Options-v0``) after a behaviour-cloning warm
-start on the RHP rules' options, the household Hybrid's pattern (``learners.household.hybrid``: its ``bc_loss`` and
-``expert_rollout`` are reused as they are).
+start on the RHP rules' options, the household Hybrid's pattern (``learners.expert_cloning``'s ``bc_loss`` and
+``expert_rollout``, which the Hybrid's warm start uses too).
 
 ``train(out, ...)`` clones the expert's choices (``OptionsState.expert``) for ``bc_batches`` fresh batches of
 ``num_envs x num_steps`` options (``bc_epochs`` Adam steps each), writes ``bc.csv``, then runs an ordinary PPO run
@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxsoc.learners.household.hybrid import bc_loss, expert_rollout
+from jaxsoc.learners.expert_cloning import bc_loss, expert_rollout
 from jaxsoc.learners.ppo import PPOConfig, trainer_for
 from jaxsoc.learners.rl_run import train_rl
 

@@ -66,7 +66,6 @@ from flax import struct
 from tqdm.auto import tqdm
 
 from jaxsoc.core import spaces
-from jaxsoc.core.autoreset import batched_step
 from jaxsoc.core.env import Environment
 from jaxsoc.envs.household import classes as C
 from jaxsoc.envs.household import env as E
@@ -78,6 +77,7 @@ from jaxsoc.envs.household.agents import belief as B
 from jaxsoc.envs.household.agents import planner as P
 from jaxsoc.learners import ppo
 from jaxsoc.learners.checkpoint import Checkpointer, restore_raw
+from jaxsoc.learners.expert_cloning import bc_loss, expert_rollout
 from jaxsoc.learners.household.encoder import StateEncoder
 from jaxsoc.learners.networks import registry
 from jaxsoc.learners.networks.layers import LSTMCell
@@ -747,53 +747,6 @@ def trainer(config: HybridConfig, teleport: bool, tasks: W.State | None = None) 
 
 
 BC_CSV, BC_JSON, BC_PNG = "bc.csv", "bc.json", "bc.png"
-
-
-def bc_loss(model: nn.Module, params: Any, obs: dict, mask: jax.Array, expert: jax.Array):
-    """Returns ``(loss, metrics)``: the cross-entropy of ``expert`` (int32[T, N], HP_TG's choices) under the
-    policy ``model`` with ``params`` on the frame sequences ``obs`` (arrays ``[T, N, ...]``; ``mask``
-    float32[T, N] is 0 where a frame starts a new episode, which resets the LSTM, zeros at ``t = 0``).
-    ``metrics``: scalars ``loss``, ``accuracy`` (argmax equals the expert's choice), ``expert_prob`` (the mean
-    probability of the expert's choice), ``entropy`` (of the masked distribution)."""
-    steps, num = expert.shape
-    flat = jax.tree_util.tree_map(lambda x: x.reshape((steps * num,) + x.shape[2:]), obs)
-    context = model.apply({"params": params}, flat, method="encode_context")
-    context = jax.tree_util.tree_map(lambda x: x.reshape((steps, num) + x.shape[1:]), context)
-
-    def step(memory, x):
-        o, m, e, c = x
-        log_probs, _, memory = model.apply(
-            {"params": params}, o, c, registry.reset_memory(memory, m), True, method="step"
-        )
-        chosen = jnp.take_along_axis(log_probs, e[:, None], axis=-1)[:, 0]
-        entropy = -jnp.sum(jnp.exp(log_probs) * log_probs, -1)
-        return memory, (chosen, jnp.argmax(log_probs, -1) == e, entropy)
-
-    _, (chosen, right, entropy) = jax.lax.scan(step, model.initial_memory(num), (obs, mask, expert, context))
-    loss = -chosen.mean()
-    metrics = {
-        "loss": loss,
-        "accuracy": right.mean(),
-        "expert_prob": jnp.exp(chosen).mean(),
-        "entropy": entropy.mean(),
-    }
-    return loss, metrics
-
-
-def expert_rollout(env: HybridEnv, params: E.HouseholdParams, key: jax.Array, carry: tuple, num_steps: int):
-    """Returns ``(carry, (obs, mask, expert))``: ``num_steps`` options of a batch of worlds of ``env`` (with
-    ``expert`` on) following HP_TG's choices (``HybridState.expert``), from ``carry = (obs, states, done)``
-    (``done`` bool[N]: the last frame ended the episode); ``obs`` arrays ``[T, N, ...]`` the observations the
-    choices were made on, ``mask`` float32[T, N] ``1 - done`` of the previous frame, ``expert`` int32[T, N]."""
-    env_step = batched_step(env)
-
-    def body(carry, k):
-        obs, states, done = carry
-        expert = states.expert
-        new_obs, states, _, terminated, truncated, _ = env_step(k, states, expert, params)
-        return (new_obs, states, terminated | truncated), (obs, 1.0 - done.astype(jnp.float32), expert)
-
-    return jax.lax.scan(body, carry, jax.random.split(key, num_steps))
 
 
 _BC_PROGRAMS: dict[tuple, Any] = {}
