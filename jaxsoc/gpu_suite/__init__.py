@@ -353,17 +353,22 @@ PARTS: tuple[Part, ...] = (
     ),
     Part(
         "chaic_learners",
-        "CHAIC learners: the PPO helper's training rate",
+        "CHAIC learners: the PPO helpers' training rates (primitive actions, options)",
         chaic_learners.chaic_learners,
         chaic_learners.render_chaic_learners,
         budget_s=60,  # 30 s each from chaic and household_learners
-        params=dict(ppo_envs=[256, 2048, 8192], num_steps=40, updates=3, repeats=1),
-        toy=dict(ppo_envs=[2], num_steps=4, updates=1, repeats=1),
+        params=dict(
+            ppo_envs=[256, 2048, 8192], num_steps=40, options_envs=[256, 2048], option_steps=20, updates=3, repeats=1
+        ),
+        toy=dict(ppo_envs=[2], num_steps=4, options_envs=[2], option_steps=2, updates=1, repeats=1),
         note="`gpu_suite/chaic_learners.py`: jitted programs of `updates` PPO updates of the CHAIC helper (the "
         "`chaic` set-encoder network, small preset) on `CHAIC-All-Helper-v0` with reward shaping, the rule-based "
         "constrained agent acting inside every step (up to 8 events per helper step), `num_steps` frames per world "
         "per update, 4 epochs of 4 minibatches; compile apart, a warm-up call, then one timed call. Projection: "
-        "8e8 helper steps (10^4 times the paper's 10^4 RL steps per task, 8 tasks).",
+        "8e8 helper steps (10^4 times the paper's 10^4 RL steps per task, 8 tasks). The options helper "
+        "(`learners/chaic/options_ppo.py`, `CHAIC-All-Options-v0`, up to 48 events per option): the same "
+        "with `option_steps` options per world per update, 2 minibatches, advantages normalised; projection: 1.28e7 "
+        "options, 1,000 times the CPU run's PPO stage.",
     ),
     Part(
         "excalibur",

@@ -1,12 +1,16 @@
-"""The GPU suite's CHAIC-learners part: how fast the PPO helper trains.
+"""The GPU suite's CHAIC-learners part: how fast the PPO helpers train, over primitive actions and over options.
 
-One row per size: ``updates`` PPO updates (``ppo.Trainer``, the ``chaic`` network's ``small`` preset) of a helper on
-``CHAIC-All-Helper-v0`` (the 8 tasks' training banks, the rule-based constrained agent acting inside every step,
-reward shaping on) with ``size`` worlds x ``num_steps`` frames per update, timed by ``core.measure_programs``
-(compiled apart, a warm-up call, then the best of ``repeats``). ``env_steps_per_s`` counts helper steps, and the
-projected hours are those of ``PROJECTED_FRAMES`` helper steps (10^4 times the paper's 10^4 RL steps per task, over
-the 8 tasks). Sizes go smallest first: a program that runs out of device memory fails the part after the smaller rows
-are saved.
+One row per size and learner. ``ppo``: ``updates`` PPO updates (``ppo.Trainer``, the ``chaic`` network's ``small``
+preset) of a helper on ``CHAIC-All-Helper-v0`` (the 8 tasks' training banks, the rule-based constrained agent acting
+inside every step, reward shaping on) with ``size`` worlds x ``num_steps`` frames per update, timed by
+``core.measure_programs`` (compiled apart, a warm-up call, then the best of ``repeats``). ``env_steps_per_s`` counts
+helper steps, and the projected hours are those of ``PROJECTED_FRAMES`` helper steps (10^4 times the paper's 10^4 RL
+steps per task, over the 8 tasks). ``options-ppo``: ``updates`` PPO updates of the helper over options
+(``learners.chaic.options_ppo``'s config on ``CHAIC-All-Options-v0``: each step one option of up to 48 world events)
+with ``size`` worlds x ``num_steps`` options per update; ``env_steps_per_s`` counts options, and the projected hours
+are those of ``PROJECTED_OPTIONS`` options (1,000 times the CPU run's PPO stage, 12,800 options:
+``benchmarks/results/chaic_options_cpu``). Sizes go smallest first: a program that runs out of device memory fails
+the part after the smaller rows are saved.
 """
 
 from __future__ import annotations
@@ -17,26 +21,38 @@ from jaxsoc.gpu_suite.core import Context, Program, measure_programs
 
 #: the paper trained its RL helper 10^4 steps per task; the part projects 10^4 times more, over the 8 tasks
 PROJECTED_FRAMES = 8 * 10**8
+#: 1,000 times the options helper's CPU run (20 updates of 32 worlds x 20 options)
+PROJECTED_OPTIONS = 1_280 * 10**4
 
 
-def _ppo_program(size: int, num_steps: int, updates: int, repeats: int) -> Program:
+def _ppo_program(size: int, num_steps: int, updates: int, repeats: int, options: bool = False) -> Program:
     from jaxsoc.learners import ppo
+    from jaxsoc.learners.chaic import options_ppo
 
     frames = size * num_steps
-    config = ppo.PPOConfig(
-        env_id="CHAIC-All-Helper-v0",
-        env_args="shaping=1.0",
-        network="chaic",
-        preset="small",
-        num_envs=size,
-        num_steps=num_steps,
-        recurrence=min(20, num_steps),
-        minibatch_frames=frames // 4,
-        total_frames=frames * updates,
-        lr=3e-4,
-        gae_lambda=0.95,
-        reward_scale=10.0,
-    )
+    if options:
+        config = options_ppo.config(
+            num_envs=size,
+            num_steps=num_steps,
+            recurrence=min(10, num_steps),
+            minibatch_frames=frames // 2,
+            total_frames=frames * updates,
+        )
+    else:
+        config = ppo.PPOConfig(
+            env_id="CHAIC-All-Helper-v0",
+            env_args="shaping=1.0",
+            network="chaic",
+            preset="small",
+            num_envs=size,
+            num_steps=num_steps,
+            recurrence=min(20, num_steps),
+            minibatch_frames=frames // 4,
+            total_frames=frames * updates,
+            lr=3e-4,
+            gae_lambda=0.95,
+            reward_scale=10.0,
+        )
 
     def build():
         trainer = ppo.Trainer(config)
@@ -45,36 +61,46 @@ def _ppo_program(size: int, num_steps: int, updates: int, repeats: int) -> Progr
     def finish(compile_s: float, run_s: float, _) -> dict:
         rate = updates * frames / run_s
         return {
-            "learner": "ppo",
+            "learner": "options-ppo" if options else "ppo",
             "size": size,
             "num_steps": num_steps,
             "updates": updates,
             "compile_s": compile_s,
             "run_s": run_s,
             "env_steps_per_s": rate,
-            "projected_hours": PROJECTED_FRAMES / rate / 3600,
+            "projected_hours": (PROJECTED_OPTIONS if options else PROJECTED_FRAMES) / rate / 3600,
         }
 
-    return Program(f"ppo|envs={size}|steps={num_steps}|updates={updates}", build, finish, repeats)
+    name = "options-ppo" if options else "ppo"
+    return Program(f"{name}|envs={size}|steps={num_steps}|updates={updates}", build, finish, repeats)
 
 
 def chaic_learners(ctx: Context) -> Iterator[dict]:
-    """Yields one row per size (module docstring). Parameters: ``ppo_envs``, ``num_steps``, ``updates``,
-    ``repeats``."""
+    """Yields one row per size and learner (module docstring). Parameters: ``ppo_envs``, ``num_steps``,
+    ``options_envs``, ``option_steps`` (options per world per update), ``updates``, ``repeats``."""
     p = ctx.params
     programs = [_ppo_program(n, p["num_steps"], p["updates"], p["repeats"]) for n in p["ppo_envs"]]
+    programs += [
+        _ppo_program(n, p["option_steps"], p["updates"], p["repeats"], options=True) for n in p.get("options_envs", [])
+    ]
     yield from measure_programs(ctx, programs)
 
 
 def render_chaic_learners(rows: list[dict]) -> str:
-    """Returns the part's markdown: one line per row (worlds, helper steps/s, projected hours, compile seconds)."""
+    """Returns the part's markdown: one line per row (learner, worlds x frames, steps or options per second,
+    projected hours, compile seconds)."""
+    names = {
+        "ppo": "PPO helper (chaic small), helper steps",
+        "options-ppo": "options PPO helper (chaic small), options",
+    }
     lines = [
-        "| learner | worlds x frames | helper steps/s | hours for 8e8 steps | compile (s) |",
+        "| learner, counted | worlds x frames | per second | hours for 8e8 steps / 1.28e7 options | compile (s) |",
         "|---|---:|---:|---:|---:|",
     ]
     for r in rows:
         rate = "–" if r.get("env_steps_per_s") is None else f"{r['env_steps_per_s']:.3g}"
         hours = "–" if r.get("projected_hours") is None else f"{r['projected_hours']:.3g}"
         compile_s = "–" if r.get("compile_s") is None else f"{r['compile_s']:.0f}"
-        lines.append(f"| PPO helper (chaic small) | {r['size']} x {r['num_steps']} | {rate} | {hours} | {compile_s} |")
+        name = names[r.get("learner", "ppo")]
+        lines.append(f"| {name} | {r['size']} x {r['num_steps']} | {rate} | {hours} | {compile_s} |")
     return "\n".join(lines)
