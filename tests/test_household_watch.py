@@ -133,11 +133,17 @@ def test_the_model_overfits_four_demonstrations(demos):
     # jitted step and forward (shared with test_resume_equals_an_uninterrupted_run)
     fns, bank = WR.compiled(CONFIGS["graph"]), WR.device_bank(demos)
     state = fns.init(jax.random.key(1))
+    # how many steps it takes depends on the CPU's float summation order (120 on an AVX-512 host, 360 on an AVX2
+    # one: the loss plateaus near a tenth first), so it trains in rounds of 40 steps, for at most 600
     first, _ = WR.predict_all(fns, state["params"], bank, LENGTHS, STEPS, batch=2)
-    for i in range(120):
+    for i in range(600):
         rows = jnp.array([[0, 1], [2, 3]][i % 2], jnp.int32)
         state, _ = fns.step(state, jax.random.key(i), bank, rows, steps=STEPS)
-    losses, logits = WR.predict_all(fns, state["params"], bank, LENGTHS, STEPS, batch=2)
+        if (i + 1) % 40 == 0:
+            losses, logits = WR.predict_all(fns, state["params"], bank, LENGTHS, STEPS, batch=2)
+            decoded = [WA.decode(logits, rule) for rule in ("argmax", "grammar")]
+            if losses.mean() < 0.05 * first.mean() and all((d == demos.tasks.states.goal_count).all() for d in decoded):
+                break
     assert losses.mean() < 0.05 * first.mean()
     np.testing.assert_array_equal(WA.decode(logits, "argmax"), demos.tasks.states.goal_count)
     np.testing.assert_array_equal(WA.decode(logits, "grammar"), demos.tasks.states.goal_count)
