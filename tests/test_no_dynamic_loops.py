@@ -30,16 +30,25 @@ from jaxsoc.envs.babyai.levels import LEVELS as GENERATORS
 from jaxsoc.envs.babyai.levels import LevelGenerator
 from jaxsoc.envs.gridworld.wfc import ENVS as WFC_ENVS
 
+#: the paper levels traced in CI: the generator modules, doors and keys, the maze and the full grammar (the levels
+#: tests/test_babyai_differential.py plays step for step in CI); ``-m slow`` traces the other 11
+CI_PAPER_LEVELS = {
+    f"BabyAI-{name}-v0"
+    for name in ("GoToRedBallGrey", "GoToRedBall", "GoToLocal", "PickupLoc", "PutNextLocal", "GoToObjMaze", "Unlock")
+} | {"BabyAI-BossLevel-v0"}
+
 
 def _levels() -> list:
-    """Every ``BabyAI-*`` id; the bonus levels (minigrid's other levels) beyond the first of each module are
-    marked ``slow`` (each traces its own generator and, per grid shape, the bot)."""
+    """Every ``BabyAI-*`` id; the bonus levels (minigrid's other levels) beyond the first of each module and the
+    paper levels outside ``CI_PAPER_LEVELS`` are marked ``slow`` (each traces its own generator and, per grid shape,
+    the bot)."""
     seen, out = set(), []
     for name in jaxsoc.registered_envs():
         if not name.startswith("BabyAI-"):
             continue
         module = GENERATORS[name][0].attempt.__module__ if env_family(name)[1] == "bonus" else None
-        out.append(pytest.param(name, marks=pytest.mark.slow) if module is not None and module in seen else name)
+        slow = name not in CI_PAPER_LEVELS if module is None else module in seen
+        out.append(pytest.param(name, marks=pytest.mark.slow) if slow else name)
         seen.add(module)
     return out
 

@@ -92,6 +92,10 @@ LEFT_OUT_OF_CI = {
     "tests/test_household_world.py::test_the_faster_auto_reset_equals_the_base_classes": "the contract's auto-reset",
     "tests/test_household_agents.py::test_vmapped_agent_equals_single_calls": "the agents run vmapped in play",
     "tests/test_household_solver.py::test_teleport_finishes_sooner_than_walking": "the solver's other tests",
+    "tests/test_excalibur_env.py::test_cli_bank_eval_render": (
+        "the commands' refusals: tests/test_bad_input.py; evaluation and its table: "
+        "tests/test_excalibur_agents.py::test_evaluate_and_table; rendering: tests/test_excalibur_houses.py"
+    ),
     "tests/test_excalibur_houses.py::test_attributes_compiled_equal_op_by_op": (
         "test_deterministic_jit_and_vmap_agree; the other bit-exact claims"
     ),
