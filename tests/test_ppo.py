@@ -52,6 +52,9 @@ TINY = ppo.PPOConfig(
     total_frames=16 * 8 * 2 * CHUNK,
 )
 HALF = dataclasses.replace(TINY, total_frames=TINY.total_frames // 2)
+#: ``run``'s stop for tests that run every update: a traced stop, as ``train_rl`` passes, so that the tests and the
+#: runs share one compiled chunk (``stop=None`` is another program: a whole PPO compilation more per module)
+NO_STOP = np.int32(np.iinfo(np.int32).max)
 EVAL_EPISODES = 8
 #: the command line that trains ``TINY`` (same config, so the same compiled trainer)
 TRAIN_ARGS = [
@@ -109,14 +112,14 @@ def test_gae_matches_a_direct_loop():
 
 def test_updates_are_deterministic_keyed_and_change_the_parameters(trainer):
     start = jax.device_get(trainer.init(jax.random.key(0)).params)  # run donates the runner it is given
-    a, metrics = trainer.run(trainer.init(jax.random.key(0)), CHUNK)
-    b, _ = trainer.run(trainer.init(jax.random.key(0)), CHUNK)
+    a, metrics = trainer.run(trainer.init(jax.random.key(0)), CHUNK, NO_STOP)
+    b, _ = trainer.run(trainer.init(jax.random.key(0)), CHUNK, NO_STOP)
     assert leaves_equal(a.params, b.params) and leaves_equal(a.env_states, b.env_states)
     assert not leaves_equal(a.params, start)
     assert int(a.update) == CHUNK and metrics["frames"].tolist() == [128, 256]
     for name in ("loss", "entropy", "grad_norm", "value_loss"):
         assert np.isfinite(metrics[name]).all(), name
-    c, _ = trainer.run(trainer.init(jax.random.key(1)), CHUNK)
+    c, _ = trainer.run(trainer.init(jax.random.key(1)), CHUNK, NO_STOP)
     assert not leaves_equal(a.params, c.params) and not leaves_equal(a.env_states, c.env_states)
 
 
@@ -166,7 +169,7 @@ def test_ppo_learns_on_the_default_path(trainer):
     runner = trainer.init(jax.random.key(0))
     episodes, successes = [], []
     for _ in range(60):
-        runner, metrics = trainer.run(runner, CHUNK)
+        runner, metrics = trainer.run(runner, CHUNK, NO_STOP)
         episodes += list(metrics["episodes"])
         successes += list(np.nan_to_num(metrics["success_rate"]) * metrics["episodes"])
     episodes, successes = np.asarray(episodes), np.asarray(successes)

@@ -360,7 +360,7 @@ PARTS: tuple[Part, ...] = (
         params=dict(
             ppo_envs=[256, 2048, 8192], num_steps=40, options_envs=[256, 2048], option_steps=20, updates=3, repeats=1
         ),
-        toy=dict(ppo_envs=[2], num_steps=4, options_envs=[2], option_steps=2, updates=1, repeats=1),
+        toy=dict(ppo_envs=[4], num_steps=4, options_envs=[2], option_steps=2, updates=1, repeats=1),
         note="`gpu_suite/chaic_learners.py`: jitted programs of `updates` PPO updates of the CHAIC helper (the "
         "`chaic` set-encoder network, small preset) on `CHAIC-All-Helper-v0` with reward shaping, the rule-based "
         "constrained agent acting inside every step (up to 8 events per helper step), `num_steps` frames per world "
