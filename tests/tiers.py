@@ -57,9 +57,6 @@ LEFT_OUT_OF_CI = {
     "tests/test_babyai_bonus_goto.py::test_key_corridor_generation_matches_minigrid": (
         "test_key_corridor_matches_minigrid"
     ),
-    "tests/test_household_throughput.py::test_measure_returns_positive_rates_and_complete_rows": (
-        "the same harness for BIB (tests/test_bib_throughput.py)"
-    ),
     "tests/test_household_hybrid.py::test_training_run_two_stages_and_resume": "the A2C update and play run in CI",
     "tests/test_household_hybrid.py::test_warm_start_in_a_run": (
         "its own program (the expert's rollouts); the cloning loss's learning signal runs in CI"
