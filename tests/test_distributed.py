@@ -163,7 +163,7 @@ def test_importing_jaxsoc_starts_no_jax_backend():
     assert result.returncode == 0, result.stderr.decode()[-3000:]
 
 
-@pytest.mark.slow  # 90 s; test_ppo's four-device test covers the sharded update in CI
+@pytest.mark.slow  # 90 s; so is test_ppo's four-device test (CI: the cluster reaches train_rl)
 def test_two_processes_train_as_one_process_with_four_devices(tmp_path):
     # all three at once: on two cores the reference compiles while the pair waits on each other
     coordinator = f"127.0.0.1:{free_port()}"

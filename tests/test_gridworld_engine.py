@@ -175,28 +175,19 @@ def _single_agent_contract(name: str) -> bool:
     return not name.startswith("CHAIC-") or name == "CHAIC-Normal-Helper-v0"
 
 
-#: the paper levels whose contract runs in CI: the three generator modules and the full grammar
-CI_PAPER_LEVELS = {"BabyAI-GoToRedBallGrey-v0", "BabyAI-GoToLocal-v0", "BabyAI-PutNextLocal-v0", "BabyAI-BossLevel-v0"}
+#: the ids whose contract runs in CI: the contract is one base-class code path, and the ids differ in their
+#: generators, which the differential modules (tests/test_minigrid_*.py, tests/test_babyai_*.py) compare with
+#: minigrid in CI; a fixed layout, a generated one and a BabyAI mission (each id compiles its own reset and step:
+#: ``-m slow`` runs every id)
+CI_CONTRACT_IDS = {"MiniGrid-Empty-5x5-v0", "MiniGrid-DoorKey-5x5-v0", "BabyAI-GoToRedBallGrey-v0"}
 
 
 def _contract_params() -> list:
-    """The contract ids; the minigrid ids beyond the classic six and BabyAI's bonus levels marked ``slow`` except
-    the first of each module, and the paper levels except ``CI_PAPER_LEVELS`` (each id compiles its own reset: all
-    of them would add minutes to the CI suite; ``-m slow`` runs the rest)."""
-    from jaxsoc.envs import LEVELS, MINIGRID_ENVS, env_family
-
-    seen, out = set(), []
-    for name in filter(_single_agent_contract, jaxsoc.registered_envs()):
-        family, group = env_family(name)
-        module = None
-        if family == "MiniGrid" and group != "classic":
-            module = MINIGRID_ENVS[name][0].__module__
-        elif family == "BabyAI" and group == "bonus":
-            module = LEVELS[name][0].attempt.__module__
-        slow = (module is not None and module in seen) or (group == "paper" and name not in CI_PAPER_LEVELS)
-        seen.add(module)
-        out.append(pytest.param(name, marks=pytest.mark.slow) if slow else name)
-    return out
+    """The contract ids, those outside ``CI_CONTRACT_IDS`` marked ``slow``."""
+    return [
+        name if name in CI_CONTRACT_IDS else pytest.param(name, marks=pytest.mark.slow)
+        for name in filter(_single_agent_contract, jaxsoc.registered_envs())
+    ]
 
 
 @pytest.fixture(scope="module", params=_contract_params())

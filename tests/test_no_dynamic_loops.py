@@ -21,40 +21,36 @@ import pytest
 from excalibur_scenes import with_small_banks
 from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
 from minigrid_wfc_reference import stand_in_layouts
+from tiers import first_of_each
 
 import jaxsoc
 from jaxsoc.core.autoreset import batched_step
-from jaxsoc.envs import env_family
 from jaxsoc.envs.babyai import bot as B
 from jaxsoc.envs.babyai.levels import LEVELS as GENERATORS
 from jaxsoc.envs.babyai.levels import LevelGenerator
+from jaxsoc.envs.gridworld.minigrid_ids import MINIGRID_ENVS
 from jaxsoc.envs.gridworld.wfc import ENVS as WFC_ENVS
 
-#: the paper levels traced in CI: the generator modules, doors and keys, the maze and the full grammar (the levels
-#: tests/test_babyai_differential.py plays step for step in CI); ``-m slow`` traces the other 11
-CI_PAPER_LEVELS = {
-    f"BabyAI-{name}-v0"
-    for name in ("GoToRedBallGrey", "GoToRedBall", "GoToLocal", "PickupLoc", "PutNextLocal", "GoToObjMaze", "Unlock")
-} | {"BabyAI-BossLevel-v0"}
+#: the levels traced in CI: the three paper generator modules, doors and keys, and the full grammar (``-m slow``
+#: traces every other ``BabyAI-*`` id: each traces its own generator and, per grid shape, the bot)
+CI_LEVELS = {f"BabyAI-{name}-v0" for name in ("GoToRedBallGrey", "PutNextLocal", "Unlock", "BossLevel")}
 
 
 def _levels() -> list:
-    """Every ``BabyAI-*`` id; the bonus levels (minigrid's other levels) beyond the first of each module and the
-    paper levels outside ``CI_PAPER_LEVELS`` are marked ``slow`` (each traces its own generator and, per grid shape,
-    the bot)."""
-    seen, out = set(), []
-    for name in jaxsoc.registered_envs():
-        if not name.startswith("BabyAI-"):
-            continue
-        module = GENERATORS[name][0].attempt.__module__ if env_family(name)[1] == "bonus" else None
-        slow = name not in CI_PAPER_LEVELS if module is None else module in seen
-        out.append(pytest.param(name, marks=pytest.mark.slow) if slow else name)
-        seen.add(module)
-    return out
+    """Every ``BabyAI-*`` id, those outside ``CI_LEVELS`` marked ``slow``."""
+    return [
+        name if name in CI_LEVELS else pytest.param(name, marks=pytest.mark.slow)
+        for name in jaxsoc.registered_envs()
+        if name.startswith("BabyAI-")
+    ]
 
 
 LEVELS = _levels()
-MINIGRID = [name for name in jaxsoc.registered_envs() if name.startswith("MiniGrid-")]
+#: every ``MiniGrid-*`` id; CI traces the first of each generator module (``-m slow`` the rest)
+MINIGRID = first_of_each(
+    [name for name in jaxsoc.registered_envs() if name.startswith("MiniGrid-")],
+    lambda name: MINIGRID_ENVS[name][0].__module__,
+)
 NUM_ENVS = 4
 
 

@@ -326,7 +326,7 @@ SHARDED = textwrap.dedent(
 SHARDED_CONFIG = dataclasses.replace(TINY, norm="layer")
 
 
-@pytest.mark.slow  # two more trainers, one in a subprocess; tests/test_distributed.py shards in CI
+@pytest.mark.slow  # two more trainers, one in a subprocess; so is tests/test_distributed.py's two-process run
 def test_four_device_sharded_updates_equal_one_device(tmp_path):
     # several updates of the default path (pooled resets) at lr 1e-3: the sharded run must agree with the
     # single-device run in the parameters, Adam's moments, the worlds and every metric (losses, gradient
