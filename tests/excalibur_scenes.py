@@ -74,7 +74,7 @@ def house_from_objects(
     dims = np.zeros((n, 3), np.float32)
     mass = np.zeros(n, np.float32)
     cell = np.zeros((n, 2), np.int16)
-    parent = np.full(n, S.NO_PARENT, np.int8)
+    parent = np.full(n, S.NO_PARENT, np.int16)
     link = np.zeros(n, np.int8)
     for i, obj in enumerate(objects):
         t = K.TYPE[obj["type"]]

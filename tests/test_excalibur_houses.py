@@ -72,7 +72,7 @@ def test_shapes_and_dtypes(batches):
         "dims": ((n, 3), np.float32),
         "mass": ((n,), np.float32),
         "cell": ((n, 2), np.int16),
-        "parent": ((n,), np.int8),
+        "parent": ((n,), np.int16),
         "link": ((n,), np.int8),
         "order": ((n,), np.int32),
         "spawn_pos": ((2,), np.int32),
@@ -312,7 +312,7 @@ def test_free_floor_and_reachable_on_a_hand_made_house():
         ({"floor_items_per_room": 2}, "floor_items_per_room"),
         ({"nest_prob": 1.5}, "nest_prob"),
         ({"max_objects": 20}, "max_objects"),
-        ({"max_objects": 200}, "max_objects"),
+        ({"max_objects": H.MAX_OBJECTS + 1}, "max_objects"),
         ({"max_questions": 0}, "max_questions"),
         ({"room_size": 5}, "at most"),
         ({"furniture_per_room": (2, 6), "max_objects": 64}, "at most"),
@@ -327,6 +327,26 @@ def test_config_is_hashable_and_normalised():
     a = H.HouseConfig(furniture_per_room=[2, 4])
     assert a == DEFAULT and hash(a) == hash(DEFAULT) and a.furniture_per_room == (2, 4)
     assert DEFAULT.num_candidates == 4 * (4 + 2 + 2 * 4 * 3)
+
+
+def test_presets():
+    assert H.preset("default") == DEFAULT and not DEFAULT.drops_nothing
+    big = H.preset("3x3")
+    assert (big.num_rooms, big.drops_nothing, big.max_objects) == (9, True, big.num_candidates)
+    assert big.max_objects > np.iinfo(np.int8).max  # slot indices past int8: parents are int16
+    shapes = jax.eval_shape(lambda k: H.generate(k, big), jax.random.key(0))
+    assert shapes.parent.dtype == jnp.int16 and shapes.valid.shape == (big.max_objects,)
+    with pytest.raises(ValueError, match="unknown EXCALIBUR house preset 'huge'.*'3x3'"):
+        H.preset("huge")
+
+
+def test_3x3_houses_keep_their_invariants():
+    big = H.preset("3x3")
+    houses = H.generate_batch(jax.random.key(11), big, 8)
+    free, reach = (np.asarray(jax.vmap(f)(houses)) for f in (H.free_floor, H.reachable))
+    houses = np_tree(houses)
+    for i in range(8):
+        check_house(index(houses, i), free[i], reach[i], big)
 
 
 def test_fixed_work_no_while_loops():

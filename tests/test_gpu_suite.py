@@ -24,7 +24,7 @@ from jaxsoc.gpu_suite import core
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "gpu_suite.py"
 PREFIX = "# Results\n\nHand-written text before the generated section.\n"
-LEARNER_PARTS = ("ppo", "ppo_paper", "household_learners", "bib_learners", "chaic_learners")
+LEARNER_PARTS = ("ppo", "ppo_paper", "household_learners", "bib_learners", "chaic_learners", "excalibur_learners")
 NAMES = [p.name for p in gpu_suite.PARTS if p.name not in LEARNER_PARTS]
 
 
@@ -141,6 +141,12 @@ def test_learner_parts_write_complete_stamped_rows(tmp_path):
         assert r["projected_minutes"] == pytest.approx(r["epochs"] * r["steps_per_epoch"] / r["steps_per_s"] / 60)
         assert r["meets_target"] == (r["projected_minutes"] <= 30) and not r["fused"]  # a CPU: Python-driven steps
     assert [r["repeats"] for r in learners] == [2, 1, 1] and learners[0]["batch"] == 8
+    answerer, explorer = rows["excalibur_learners"]  # the answerer's own loop, then the PPO explorer's program
+    assert (answerer["learner"], answerer["size"], explorer["learner"], explorer["size"]) == ("answerer", 2, "ppo", 2)
+    assert answerer["houses_per_s"] == pytest.approx(2 / answerer["second_half_s"])  # one batch of 2 houses
+    assert answerer["projected_hours"] == pytest.approx(2.56e7 / answerer["houses_per_s"] / 3600)
+    assert explorer["env_steps_per_s"] == pytest.approx(2 * 8 / explorer["run_s"])  # 2 worlds x 8 frames
+    assert explorer["projected_hours"] == pytest.approx(1.536e9 / explorer["env_steps_per_s"] / 3600)
 
 
 def test_markdown_section_is_rendered_from_the_rows(suite_copy):
@@ -274,3 +280,27 @@ def test_zero_budget_stops_a_real_part_before_compiling(tmp_path, capsys):
     state = json.loads(core.row_path(tmp_path, "conv").read_text())
     assert not state["complete"] and state["rows"] == []
     assert "No GPU figures have been measured yet" in (tmp_path / "R.md").read_text()
+
+
+def test_the_excalibur_learners_table_and_its_refusals():
+    from jaxsoc.gpu_suite import excalibur_learners as part
+
+    rows = [
+        {"learner": "answerer", "size": 64, "houses_per_s": 512.0, "projected_hours": 13.9, "first_half_s": 31.0},
+        {
+            "learner": "ppo",
+            "size": 256,
+            "num_steps": 80,
+            "env_steps_per_s": 2.5e5,
+            "projected_hours": 1.71,
+            "compile_s": 40.0,
+        },
+        {"learner": "answerer", "size": 8192, "error": "out of memory: RESOURCE_EXHAUSTED"},
+    ]
+    lines = part.render_excalibur_learners(rows).splitlines()
+    assert lines[2] == "| answerer (small), houses | 64 | 512 | 13.9 | 31 |"
+    assert lines[3] == "| PPO explorer (tiny) on EXCALIBUR-QA, frames | 256 x 80 | 2.5e+05 | 1.71 | 40 |"
+    assert lines[4] == "| answerer (small), houses | 8192 | out of memory: RESOURCE_EXHAUSTED | – | – |"
+    for batches in (0, 1, 3, True, 2.0):  # timed by halves: an even count of batches
+        with pytest.raises(ValueError, match="even int"):
+            part.answerer_rate(2, batches)

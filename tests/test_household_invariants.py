@@ -134,6 +134,7 @@ def _advance_case():
 
 
 @pytest.mark.bitexact
+@pytest.mark.slow  # a minute at XLA's default level in CI's bit-exact job; the contract's determinism runs in CI
 class AdvanceVariants(chex.TestCase):
     """A step compiled (``with_jit``) and one called without an outer ``jit`` (``without_jit``) each equal the
     step run op by op under ``jax.disable_jit()``."""

@@ -281,9 +281,6 @@ LEFT_OUT_OF_CI = {
     "tests/test_household_watch_relations.py::test_the_batch_shows_the_observation_after_the_last_action": (
         "event frames keep the last observation (CI)"
     ),
-    "tests/test_chaic_agents.py::test_walk_through_two_doors_arrives": (
-        "the door-graph distances and the waypoint in CI; the agents walk in every play test"
-    ),
     "tests/test_bib_json.py::test_generated_episodes_round_trip": "the exact round trip of hand-made episodes in CI",
     "tests/test_bib_throughput.py::test_measure_returns_sane_rows": (
         "the frame checksum in CI; the GPU suite's toy run -m slow"
@@ -416,6 +413,123 @@ LEFT_OUT_OF_CI = {
     "tests/test_ppo.py::test_resume_from_a_checkpoint_equals_the_uninterrupted_run": (
         "2 minutes at XLA's default level; resume at that level in CI: the Watch model and the demonstrations"
     ),
+    "tests/test_bib_observers.py::test_surprise_is_masked_finite_and_batched": (
+        "the evaluation pairs of every type and the planner's surprises (over two minutes of compiling); VOE scoring "
+        "on efficiency pairs: tests/test_bib_voe.py"
+    ),
+    "tests/test_bib_observers.py::test_the_key_is_worth_fetching_only_behind_a_blocking_barrier": (
+        "the evaluation pairs of every type and the planner's surprises (over two minutes of compiling); VOE scoring "
+        "on efficiency pairs: tests/test_bib_voe.py"
+    ),
+    "tests/test_bib_observers.py::test_a_new_agent_inherits_no_preference": (
+        "the evaluation pairs of every type and the planner's surprises (over two minutes of compiling); VOE scoring "
+        "on efficiency pairs: tests/test_bib_voe.py"
+    ),
+    "tests/test_bib_observers.py::test_multi_agent_outcomes_all_four": (
+        "the evaluation pairs of every type and the planner's surprises (over two minutes of compiling); VOE scoring "
+        "on efficiency pairs: tests/test_bib_voe.py"
+    ),
+    "tests/test_household_hybrid.py::test_stages_use_teleporting_then_walking": (
+        "the Hybrid's env, policy and run programs (minutes); its GAE, option ends, trainer discount and refusals run"
+        " in CI"
+    ),
+    "tests/test_household_hybrid.py::test_bc_raises_the_expert_choices_probability": (
+        "the Hybrid's env, policy and run programs (minutes); its GAE, option ends, trainer discount and refusals run"
+        " in CI"
+    ),
+    "tests/test_household_hybrid.py::test_masked_choices_are_never_sampled": (
+        "the Hybrid's env, policy and run programs (minutes); its GAE, option ends, trainer discount and refusals run"
+        " in CI"
+    ),
+    "tests/test_household_hybrid.py::test_choice_mask_open_predicates_and_wait": (
+        "the Hybrid's env, policy and run programs (minutes); its GAE, option ends, trainer discount and refusals run"
+        " in CI"
+    ),
+    "tests/test_bc.py::test_cli_trains_il_interactive_end_to_end": "the imitation command's routing and checks in CI",
+    "tests/test_chaic_bm.py::test_command_front_end": (
+        "records episodes with the rule agents and trains (a minute); chaic's refusals: tests/test_bad_input.py"
+    ),
+    "tests/test_chaic_bm.py::test_clear_errors": (
+        "records episodes with the rule agents and trains (a minute); chaic's refusals: tests/test_bad_input.py"
+    ),
+    "tests/test_household_watch.py::test_padding_and_invisible_nodes_never_change_the_output": (
+        "the overfit test's model in CI"
+    ),
+    "tests/test_household_agents.py::test_random_goal": "the planner's subgoal and search tests in CI",
+    "tests/test_bib_tasks.py::test_efficiency_familiarisation_detours_around_barriers[efficiency_time]": (
+        "the efficiency_path case"
+    ),
+    "tests/test_bib_tasks.py::test_efficiency_familiarisation_detours_around_barriers[efficiency_irrational]": (
+        "the efficiency_path case"
+    ),
+    "tests/test_bib_tasks.py::test_every_trial_is_legal_and_reaches_its_object[background-multi_agent]": (
+        "the preference and efficiency_path cases"
+    ),
+    "tests/test_bib_tasks.py::test_instrumental_scenarios[no_barrier]": "the other instrumental scenarios",
+    "tests/test_babyai_generation.py::test_sample_keeps_the_first_accepted_attempt_of_the_sequential_key_chain[1]": (
+        "the key chain is exercised by every level's generation"
+    ),
+    "tests/test_excalibur_env.py::test_cached_knowledge_reward_matches_recomputing_it_through_all_phases": (
+        "test_knowledge_reward_hand_computed"
+    ),
+    "tests/test_excalibur_env.py::test_bank_is_deterministic_and_splits_differ": (
+        "the bank cache round trip in tests/test_excalibur_questions.py"
+    ),
+    "tests/test_household_solver.py::test_solver_action_is_branch_free_and_vmaps": (
+        "the solver completes every activity (CI); it runs vmapped in play"
+    ),
+    "tests/test_bib_throughput.py::test_format_table": (
+        "builds the throughput table's workloads (half a minute); the frame checksum and the render chunks run in CI"
+    ),
+    "tests/test_bib_throughput.py::test_background_set_smaller_run_says_so": (
+        "builds the throughput table's workloads (half a minute); the frame checksum and the render chunks run in CI"
+    ),
+    "tests/test_bib_throughput.py::test_suite_part_verdicts_and_out_of_memory_rows": (
+        "builds the throughput table's workloads (half a minute); the frame checksum and the render chunks run in CI"
+    ),
+    "tests/test_household_hrl.py::test_masked_actions_are_never_sampled": (
+        "the masked choices of the CHAIC helper in CI (tests/test_chaic_ppo.py)"
+    ),
+    "tests/test_household_demos.py::test_save_load_round_trip": (
+        "records demonstrations with Alice's planner (half a minute); the Watch model overfits demonstrations in CI"
+    ),
+    "tests/test_household_demos.py::test_malformed_files_are_refused": (
+        "records demonstrations with Alice's planner (half a minute); the Watch model overfits demonstrations in CI"
+    ),
+    "tests/test_babyai_bot.py::test_bot_gives_up_on_unsolvable_levels_instead_of_hanging": (
+        "the bot's episodes against minigrid's (tests/test_babyai_differential.py)"
+    ),
+    "tests/test_babyai_bot.py::test_bot_takes_the_reference_actions_on_imported_levels": (
+        "the bot's episodes played step for step against minigrid's bot on 8 levels (tests/test_babyai_differential.py)"
+    ),
+    "tests/test_babyai_differential.py::test_verifier_corner_cases_match_minigrid[GoToLocal]": (
+        "the GoTo and BossLevel cases"
+    ),
+    "tests/test_demos.py::test_failed_episodes_are_counted_but_not_stored": (
+        "its own dataset; the stored episodes replay to their outcome in CI"
+    ),
+    "tests/test_chaic_world.py::test_container_capacity_is_three_and_contents_deliver_with_it": (
+        "the bike basket holds three (CI)"
+    ),
+    "tests/test_gridworld_generation.py::test_room_grid_agent_never_faces_an_object[MiniGrid-BlockedUnlockPickup-v0]": (
+        "the Unlock case"
+    ),
+    "tests/test_gridworld_generation.py::test_room_grid_agent_never_faces_an_object[MiniGrid-DoorKey-8x8-v0]": (
+        "the Unlock case"
+    ),
+    "tests/test_household_watch.py::test_resume_equals_an_uninterrupted_run": (
+        "90 s at XLA's default level; resume at that level in CI: the demonstrations (tests/test_demos.py)"
+    ),
+    "tests/test_babyai_differential.py::test_verifier_corner_cases_match_minigrid[BossLevel]": (
+        "the GoTo case; BossLevel's episodes against minigrid in CI"
+    ),
+    "tests/test_babyai_generation.py::test_level_statistics_match_minigrid_and_levels_are_solvable[PutNextLocal]": (
+        "the GoToRedBallGrey case; PutNextLocal's episodes against minigrid in CI"
+    ),
+    "tests/test_bib_networks.py::test_video_rnn_entry_points": "the parameter counts of every network in CI",
+    "tests/test_bib_networks.py::test_bcrnn_entry_points_and_empty_trials": (
+        "the parameter counts of every network in CI"
+    ),
 }
 
 
@@ -433,74 +547,73 @@ SHARED_SCOPES = {
 }
 
 #: seconds each dear test module took in one CI-tier run on 2 cores (fixtures included; the others count 0), used
-#: only to hand out the work units dearest first (tests/conftest.py); from a quiet profile of 2026-11-29 on a 2-core
-#: host without AVX-512 (about as fast as CI's machine of that day), counting only the tests still in the CI tier; a
-#: stale figure costs time, never a result
+#: only to hand out the work units dearest first (tests/conftest.py); from a quiet CI run of 2026-11-29 on a 2-core host
+#: without AVX-512 (about as fast as CI's machine of that day), counting only the tests still in the CI tier; a stale
+#: figure costs time, never a result
 MODULE_SECONDS = {
-    "tests/test_babyai_bot.py": 94,
-    "tests/test_babyai_differential.py": 83,
-    "tests/test_ppo.py": 78,
-    "tests/test_chaic_world.py": 74,
-    "tests/test_bib_networks.py": 55,
-    "tests/test_household_agents.py": 53,
-    "tests/test_household_world.py": 52,
-    "tests/test_chaic_throughput.py": 50,
-    "tests/test_gridworld_differential.py": 46,
-    "tests/test_household_watch.py": 45,
-    "tests/test_bib_learners.py": 45,
-    "tests/test_babyai_generation.py": 43,
-    "tests/test_bib_tasks.py": 38,
-    "tests/test_gridworld_engine.py": 37,
-    "tests/test_minigrid_obstructed_maze.py": 37,
-    "tests/test_household_hrl.py": 37,
-    "tests/test_excalibur_answerer.py": 36,
-    "tests/test_household_tasks.py": 36,
-    "tests/test_learners_networks.py": 35,
-    "tests/test_excalibur_agents.py": 34,
-    "tests/test_minigrid_navigation.py": 34,
-    "tests/test_minigrid_wfc.py": 32,
-    "tests/test_excalibur_network.py": 32,
-    "tests/test_minigrid_object_tasks.py": 32,
-    "tests/test_excalibur_env.py": 31,
-    "tests/test_babyai_bonus_open.py": 31,
-    "tests/test_no_dynamic_loops.py": 31,
-    "tests/test_excalibur_houses.py": 30,
-    "tests/test_chaic_env.py": 29,
-    "tests/test_bib_dataset.py": 29,
-    "tests/test_household_hybrid.py": 28,
-    "tests/test_demos.py": 28,
-    "tests/test_bib_voe.py": 27,
-    "tests/test_minigrid_registry.py": 27,
-    "tests/test_household_solver.py": 26,
-    "tests/test_bib_render.py": 26,
-    "tests/test_minigrid_dynamic_memory.py": 25,
-    "tests/test_household_watch_relations.py": 25,
-    "tests/test_minigrid_multiroom.py": 24,
-    "tests/test_bc.py": 23,
-    "tests/test_autoreset.py": 22,
-    "tests/test_excalibur_questions.py": 22,
-    "tests/test_babyai_bonus_goto.py": 21,
-    "tests/test_bib_observers.py": 21,
-    "tests/test_chaic_agents.py": 21,
-    "tests/test_chaic_render.py": 20,
-    "tests/test_wrappers.py": 19,
-    "tests/test_docs.py": 19,
-    "tests/test_gridworld_generation.py": 18,
-    "tests/test_household_render.py": 18,
-    "tests/test_babyai_bonus_putnext.py": 18,
-    "tests/test_ci.py": 18,
-    "tests/test_household_invariants.py": 17,
-    "tests/test_gpu_suite.py": 17,
+    "tests/test_babyai_differential.py": 97,
+    "tests/test_chaic_agents.py": 77,
+    "tests/test_bib_learners.py": 77,
+    "tests/test_ppo.py": 72,
+    "tests/test_chaic_throughput.py": 69,
+    "tests/test_household_world.py": 66,
+    "tests/test_chaic_world.py": 66,
+    "tests/test_gridworld_differential.py": 63,
+    "tests/test_household_agents.py": 55,
+    "tests/test_babyai_generation.py": 54,
+    "tests/test_excalibur_agents.py": 54,
+    "tests/test_household_watch.py": 53,
+    "tests/test_bib_networks.py": 45,
+    "tests/test_bib_tasks.py": 41,
+    "tests/test_gridworld_engine.py": 36,
+    "tests/test_excalibur_answerer.py": 34,
+    "tests/test_excalibur_env.py": 33,
+    "tests/test_minigrid_obstructed_maze.py": 33,
+    "tests/test_household_solver.py": 32,
+    "tests/test_minigrid_navigation.py": 32,
+    "tests/test_no_dynamic_loops.py": 32,
+    "tests/test_bib_voe.py": 31,
+    "tests/test_excalibur_houses.py": 29,
+    "tests/test_excalibur_network.py": 29,
+    "tests/test_minigrid_registry.py": 28,
+    "tests/test_bib_dataset.py": 28,
+    "tests/test_minigrid_wfc.py": 28,
+    "tests/test_chaic_env.py": 28,
+    "tests/test_learners_networks.py": 27,
+    "tests/test_minigrid_object_tasks.py": 27,
+    "tests/test_babyai_bonus_open.py": 27,
+    "tests/test_household_tasks.py": 25,
+    "tests/test_babyai_bonus_goto.py": 24,
+    "tests/test_chaic_render.py": 24,
+    "tests/test_babyai_bot.py": 24,
+    "tests/test_gridworld_generation.py": 24,
+    "tests/test_demos.py": 22,
+    "tests/test_minigrid_multiroom.py": 20,
+    "tests/test_minigrid_dynamic_memory.py": 20,
+    "tests/test_babyai_bonus_putnext.py": 20,
+    "tests/test_household_watch_relations.py": 19,
+    "tests/test_autoreset.py": 19,
+    "tests/test_bib_render.py": 18,
+    "tests/test_excalibur_questions.py": 18,
+    "tests/test_bc.py": 18,
+    "tests/test_docs.py": 18,
+    "tests/test_policy_protocol.py": 17,
     "tests/test_household_belief.py": 16,
-    "tests/test_bib_throughput.py": 15,
-    "tests/test_vector.py": 14,
-    "tests/test_render.py": 13,
-    "tests/test_chaic_tasks.py": 13,
-    "tests/test_cli.py": 12,
-    "tests/test_chaic_ppo.py": 11,
-    "tests/test_excalibur_world.py": 11,
-    "tests/test_chaic_options.py": 10,
-    "tests/test_bib_json.py": 9,
+    "tests/test_ci.py": 15,
+    "tests/test_gpu_suite.py": 15,
+    "tests/test_household_hrl.py": 15,
+    "tests/test_wrappers.py": 14,
+    "tests/test_household_invariants.py": 13,
+    "tests/test_household_render.py": 13,
+    "tests/test_excalibur_world.py": 13,
+    "tests/test_vector.py": 12,
+    "tests/test_chaic_ppo.py": 12,
+    "tests/test_chaic_options.py": 12,
+    "tests/test_bib_throughput.py": 12,
+    "tests/test_chaic_tasks.py": 11,
+    "tests/test_render.py": 11,
+    "tests/test_cli.py": 11,
+    "tests/test_household_hybrid.py": 11,
 }
 
 

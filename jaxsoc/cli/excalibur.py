@@ -66,12 +66,19 @@ def _env():
     return ExcaliburEnv("answers")
 
 
+def _house_config(args):
+    """Returns the ``HouseConfig`` of ``args.house`` (``houses.PRESETS``)."""
+    from jaxsoc.envs.excalibur import houses as H
+
+    return H.preset(args.house)
+
+
 def _params(args):
     from jaxsoc.envs.excalibur import bank
     from jaxsoc.envs.excalibur.env import ExcaliburParams, check_params
 
     params = ExcaliburParams(
-        houses=bank.cached_bank(args.split, args.bank_seed),
+        houses=bank.cached_bank(args.split, args.bank_seed, _house_config(args)),
         explore_budget=args.explore_budget,
         reenter_budget=args.reenter_budget,
     )
@@ -166,7 +173,8 @@ def cmd_eval(args) -> int:
         summary["exqa_again"] = float(M.exqa(summary["accuracy_again"], steps, k))
     table = play.behaviour_table(results)
     text = (
-        f"EXCALIBUR, {args.episodes} episodes of the {args.split} bank, budgets {args.explore_budget} (I) and "
+        f"EXCALIBUR, {args.episodes} episodes of the {args.split} bank ({args.house} houses), budgets "
+        f"{args.explore_budget} (I) and "
         f"{args.reenter_budget} (III) steps; ExQA = accuracy IV - steps / k with k = {k:.4g} fitted on the oracle "
         f"explorer stopped early and late (Eq. 5, jaxsoc.cli.excalibur.REFERENCE_FRACTIONS):\n\n{table}\n\n"
         + "\n".join(_summary_line(label, s) for label, s in results.items())
@@ -175,7 +183,8 @@ def cmd_eval(args) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        settings = {k_: getattr(args, k_) for k_ in ("split", "bank_seed", "episodes", "seed", "sample", "answerer")}
+        names = ("split", "bank_seed", "house", "episodes", "seed", "sample", "answerer")
+        settings = {k_: getattr(args, k_) for k_ in names}
         settings.update(explore_budget=args.explore_budget, reenter_budget=args.reenter_budget, k=k)
         blob = {"settings": settings, "agents": {lab: list(spec) for lab, spec in agents.items()}, "results": results}
         (out / "excalibur_eval.json").write_text(json.dumps(blob, indent=1))
@@ -215,12 +224,14 @@ def cmd_answerer(args) -> int:
         preset=args.preset,
         seed=args.seed,
         eval_every=args.eval_every,
+        house_config=_house_config(args),
     )
     command = (
         f"jaxsoc excalibur answerer --batches {args.batches} --houses {args.houses} --lr {args.lr} --refresh "
-        f"{args.refresh} --preset {args.preset} --seed {args.seed} --eval-every {args.eval_every} --out {args.out}"
+        f"{args.refresh} --preset {args.preset} --seed {args.seed} --eval-every {args.eval_every} --house "
+        f"{args.house} --out {args.out}"
     )
-    test = bank.cached_bank("test", 0)
+    test = bank.cached_bank("test", 0, config.house_config)
     variables, info = ANS.train(config, test)
     meta = {"command": command, "config": {k: getattr(config, k) for k in ("houses", "batches", "lr", "refresh")}}
     meta.update(seed=args.seed, **info)
@@ -236,7 +247,7 @@ def cmd_bank(args) -> int:
     require_positive(args, "houses")
     if args.show < 0:
         raise ValueError(f"--show must be >= 0, got {args.show}")
-    houses, report = bank.make_bank(args.split, args.bank_seed, num_houses=args.houses)
+    houses, report = bank.make_bank(args.split, args.bank_seed, _house_config(args), num_houses=args.houses)
     print(json.dumps({k: v for k, v in report.items()}, indent=1, default=str))
     for h in range(min(args.show, houses.walls.shape[0])):
         print(f"\nhouse {h}: {int(houses.valid[h].sum())} objects, {int(houses.num_questions[h])} questions")
@@ -275,9 +286,16 @@ def cmd_render(args) -> int:
     return 0
 
 
-def _house_arguments(parser, episodes: bool = True) -> None:
+def _bank_arguments(parser) -> None:
+    from jaxsoc.envs.excalibur.houses import PRESETS
+
     parser.add_argument("--split", choices=["train", "test"], default="test")
     parser.add_argument("--bank-seed", type=int, default=0)
+    parser.add_argument("--house", choices=list(PRESETS), default="default", help="the house preset")
+
+
+def _house_arguments(parser, episodes: bool = True) -> None:
+    _bank_arguments(parser)
     parser.add_argument("--explore-budget", type=int, default=2500, help="phase I's steps (the human study's cap)")
     parser.add_argument("--reenter-budget", type=int, default=500, help="phase III's steps")
     parser.add_argument("--seed", type=int, default=0)
@@ -287,12 +305,13 @@ def _house_arguments(parser, episodes: bool = True) -> None:
 
 def add_parser(sub) -> None:
     """Adds ``jaxsoc excalibur bank|eval|answerer|render``."""
+    from jaxsoc.envs.excalibur import houses as H
+
     excalibur = sub.add_parser("excalibur", help="EXCALIBUR: explore a house, then answer questions about it")
     verbs = excalibur.add_subparsers(dest="verb", required=True)
 
     bank = verbs.add_parser("bank", help="build a bank of houses: the question filtering's report and questions")
-    bank.add_argument("--split", choices=["train", "test"], default="test")
-    bank.add_argument("--bank-seed", type=int, default=0)
+    _bank_arguments(bank)
     bank.add_argument("--houses", type=int, help="houses generated (default the split's bank size)")
     bank.add_argument("--show", type=int, default=2, help="houses whose questions are printed")
     bank.set_defaults(func=clear_errors(cmd_bank))
@@ -315,6 +334,7 @@ def add_parser(sub) -> None:
     answerer.add_argument("--preset", default="small")
     answerer.add_argument("--seed", type=int, default=0)
     answerer.add_argument("--eval-every", type=int, default=50, help="batches between two test-bank evaluations")
+    answerer.add_argument("--house", choices=list(H.PRESETS), default="default", help="the house preset")
     answerer.add_argument("--out", required=True, help="directory for answerer.{msgpack,json}")
     answerer.add_argument("--overwrite", action="store_true")
     answerer.set_defaults(func=clear_errors(cmd_answerer))

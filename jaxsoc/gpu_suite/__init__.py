@@ -14,7 +14,8 @@ generated and rendered per second, and the 28,000-episode background set against
 HP helper planning every step), ``chaic`` (CHAIC's world events and agent steps/s, random actions against the
 issue's 1e6 agent steps/s, and the rule-based agents'), ``chaic_learners`` (the PPO helper's training rate),
 ``household_learners`` (the goal-inference model's, the Hybrid's and the HRL's training rates), ``excalibur``
-(EXCALIBUR's steps/s against the issue's 1e8), ``ppo`` (the Small model to 99% on GoToRedBallGrey and GoToLocal),
+(EXCALIBUR's steps/s against the issue's 1e8), ``excalibur_learners`` (the answerer's and the PPO explorer's
+training rates), ``ppo`` (the Small model to 99% on GoToRedBallGrey and GoToLocal),
 ``bc`` (the Small model by behaviour cloning on 8,000 and 5,657 bot demonstrations), ``bib_learners`` (BIB's four
 learners' training rate and the projected time of a full run against the issue's 30 minutes) and ``conv`` (XLA's
 convolution against im2col). Each has a time budget; the budgets of the default run add up to 25 minutes
@@ -45,7 +46,8 @@ temp dir), so a call that was cut off does not pay its compilations again on the
 
 **Sizes.** ``--toy`` runs every part at toy sizes (a CPU smoke test); its rows say so and its default output is a
 temporary directory, never ``benchmarks/``. CI's ``tests/test_gpu_suite.py`` runs every part but the learners'
-(``ppo``, ``ppo_paper``, ``household_learners``, ``bib_learners``, ``chaic_learners``) at toy sizes; those run in
+(``ppo``, ``ppo_paper``, ``household_learners``, ``bib_learners``, ``chaic_learners``, ``excalibur_learners``) at
+toy sizes; those run in
 its ``slow`` test, where the toy ``household_learners`` leaves the Hybrid out, and ``tests/test_gpu_suite_smoke.py``
 (``slow``) runs the Hybrid's program. Without ``--toy`` the suite
 refuses to run on a CPU (``--allow-cpu`` overrides).
@@ -83,6 +85,7 @@ from jaxsoc.gpu_suite import (
     chaic_learners,
     core,
     excalibur,
+    excalibur_learners,
     household,
     household_learners,
     parts,
@@ -149,7 +152,7 @@ PARTS: tuple[Part, ...] = (
         "Random-action throughput, the rest of minigrid's registry",
         registry.registry,
         registry.render_registry,
-        budget_s=120,  # 30 s each from babyai, bot_speed, bot_success and ppo
+        budget_s=90,  # 30 s each from babyai, bot_speed, bot_success and ppo; 30 s to excalibur_learners
         params=dict(envs=None, num_envs=[65_536], steps=250, repeats=1),
         toy=dict(envs=["MiniGrid-LavaGapS5-v0"], num_envs=[8], steps=4, repeats=1),
         note="Every MiniGrid id beyond the classic six and every bonus BabyAI level (`bench.minigrid.registry_ids`), "
@@ -399,6 +402,29 @@ PARTS: tuple[Part, ...] = (
         "best of `repeats`. Target (the issue): >= 1e8 steps/s on one H100, random mode, largest N.",
     ),
     Part(
+        "excalibur_learners",
+        "EXCALIBUR learners: the answerer's and the PPO explorer's training rates",
+        excalibur_learners.excalibur_learners,
+        excalibur_learners.render_excalibur_learners,
+        budget_s=60,  # 30 s each from registry and bib_learners
+        params=dict(
+            answerer_houses=[64, 1024, 8192],
+            answerer_batches=8,
+            ppo_envs=[256, 4096],
+            num_steps=80,
+            updates=3,
+            repeats=1,
+        ),
+        toy=dict(answerer_houses=[2], answerer_batches=2, ppo_envs=[2], num_steps=8, updates=1, repeats=1),
+        note="`gpu_suite/excalibur_learners.py`: the supervised answerer's own training loop "
+        "(`learners.excalibur.answerer.train`, small preset, houses generated on the device every batch, questions "
+        "drawn on the host), timed by its own clock over the second half of `answerer_batches` batches, host work "
+        "included; and jitted programs of `updates` PPO updates of the explorer (excalibur network, tiny preset) on "
+        "`EXCALIBUR-QA-v0` with the CPU run's settings and budgets (200 + 50 steps), `num_steps` frames per world per "
+        "update; compile apart, a warm-up call, then one timed call. Projections: 2.56e7 houses and 1.536e9 frames, "
+        "1,000 times the CPU runs of `benchmarks/results/excalibur_answerer_cpu` and `excalibur_learned_cpu`.",
+    ),
+    Part(
         "ppo",
         "PPO, the Small model, to 99% success",
         parts.ppo,
@@ -498,7 +524,7 @@ PARTS: tuple[Part, ...] = (
         "BIB's learners: training steps per second and the projected time of a full run",
         bib_learners.bib_learners,
         bib_learners.render_bib_learners,
-        budget_s=90,
+        budget_s=60,  # 30 s went to excalibur_learners
         params=dict(
             kinds=list(bib_learners.KINDS),
             config={},

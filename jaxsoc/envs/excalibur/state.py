@@ -60,7 +60,7 @@ class House(struct.PyTreeNode):
     - ``walls`` bool[H, W]; ``room`` int8[H, W] (-1 on walls); ``room_type`` int8[R] (``catalogue.ROOM_TYPES``,
       -1 for a room slot the house does not use).
     - ``valid`` bool[N]; ``type`` int16[N]; ``colors`` int8[N, 2]; ``materials`` int8[N, 3]; ``dims`` float32[N, 3];
-      ``mass`` float32[N]; ``cell`` int16[N, 2] ``(x, y)``; ``parent`` int8[N]; ``link`` int8[N]; ``order``
+      ``mass`` float32[N]; ``cell`` int16[N, 2] ``(x, y)``; ``parent`` int16[N]; ``link`` int8[N]; ``order``
       int32[N] (the pick order within a cell, smaller first).
     - ``spawn_pos`` int32[2] ``(x, y)``, ``spawn_dir`` int32.
     - ``questions`` int16[Q, QUESTION_SLOTS]; ``answers`` int16[Q]; ``num_questions`` int32 (rows in use, first).
