@@ -99,9 +99,17 @@ def shortest(t):
 
 
 ALL = [("background", n) for n in tasks.BACKGROUND] + [("evaluation", n) for n in tasks.EVALUATION]
+#: the generators checked in CI (each compiles its own; ``-m slow`` checks all 13): the two background ones that
+#: place objects, an efficiency and an instrumental evaluation
+CI_TASKS = [
+    ("background", "single_object"),
+    ("background", "preference"),
+    ("evaluation", "efficiency_path"),
+    ("evaluation", "instrumental_blocking_barrier"),
+]
 
 
-@pytest.mark.parametrize("split,name", ALL)
+@pytest.mark.parametrize("split,name", [p if p in CI_TASKS else pytest.param(*p, marks=pytest.mark.slow) for p in ALL])
 def test_every_trial_is_legal_and_reaches_its_object(batches, split, name):
     episode = batches(split, name)
     lead = (N, 2) if split == "evaluation" else (N,)
