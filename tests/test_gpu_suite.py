@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import jax
 import pytest
 
 from jaxsoc import gpu_suite
@@ -304,3 +305,26 @@ def test_the_excalibur_learners_table_and_its_refusals():
     for batches in (0, 1, 3, True, 2.0):  # timed by halves: an even count of batches
         with pytest.raises(ValueError, match="even int"):
             part.answerer_rate(2, batches)
+
+
+def test_trainer_program_times_the_updates_and_projects_the_hours():
+    class Trainer:  # the RL trainers' interface: init(key), _run(runner, updates, stop) -> (runner, metrics)
+        def init(self, key):
+            return jax.random.uniform(key)
+
+        def _run(self, runner, updates, stop):
+            return runner, {"loss": runner * jax.numpy.ones(updates)}
+
+    program = core.trainer_program("toy|updates=3", Trainer, 3, 40, 1.2e7, 2, learner="toy", size=5)
+    assert (program.key, program.repeats) == ("toy|updates=3", 2)
+    assert program.build()(jax.random.key(0)).shape == (3,)
+    row = program.finish(7.0, 0.5, None)
+    assert row == {
+        "learner": "toy",
+        "size": 5,
+        "updates": 3,
+        "compile_s": 7.0,
+        "run_s": 0.5,
+        "env_steps_per_s": 240.0,  # 3 updates x 40 frames in half a second
+        "projected_hours": pytest.approx(1.2e7 / 240 / 3600),
+    }

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from jaxsoc.gpu_suite.core import Context, Program, measure_programs
+from jaxsoc.gpu_suite.core import Context, Program, measure_programs, trainer_program
 
 #: the paper trained its RL helper 10^4 steps per task; the part projects 10^4 times more, over the 8 tasks
 PROJECTED_FRAMES = 8 * 10**8
@@ -54,25 +54,11 @@ def _ppo_program(size: int, num_steps: int, updates: int, repeats: int, options:
             reward_scale=10.0,
         )
 
-    def build():
-        trainer = ppo.Trainer(config)
-        return lambda key: trainer._run(trainer.init(key), updates, None)[1]["loss"]
-
-    def finish(compile_s: float, run_s: float, _) -> dict:
-        rate = updates * frames / run_s
-        return {
-            "learner": "options-ppo" if options else "ppo",
-            "size": size,
-            "num_steps": num_steps,
-            "updates": updates,
-            "compile_s": compile_s,
-            "run_s": run_s,
-            "env_steps_per_s": rate,
-            "projected_hours": (PROJECTED_OPTIONS if options else PROJECTED_FRAMES) / rate / 3600,
-        }
-
     name = "options-ppo" if options else "ppo"
-    return Program(f"{name}|envs={size}|steps={num_steps}|updates={updates}", build, finish, repeats)
+    projected = PROJECTED_OPTIONS if options else PROJECTED_FRAMES
+    fields = dict(learner=name, size=size, num_steps=num_steps)
+    key = f"{name}|envs={size}|steps={num_steps}|updates={updates}"
+    return trainer_program(key, lambda: ppo.Trainer(config), updates, frames, projected, repeats, **fields)
 
 
 def chaic_learners(ctx: Context) -> Iterator[dict]:

@@ -127,6 +127,38 @@ class Program:
     needs_output: bool = False
 
 
+def trainer_program(
+    key: str,
+    make_trainer: Callable[[], Any],
+    updates: int,
+    frames_per_update: int,
+    projected_frames: float,
+    repeats: int,
+    **fields: Any,
+) -> Program:
+    """Returns the ``Program`` ``key`` that times ``updates`` updates of ``make_trainer()`` (an RL trainer with
+    ``init(key)`` and ``_run(runner, updates, stop)``, as ``learners.ppo.Trainer``) in one jitted call. Its row:
+    ``fields``, ``updates``, ``compile_s``, ``run_s``, ``env_steps_per_s`` (``updates * frames_per_update / run_s``)
+    and ``projected_hours`` (the hours of ``projected_frames`` at that rate)."""
+
+    def build():
+        trainer = make_trainer()
+        return lambda k: trainer._run(trainer.init(k), updates, None)[1]["loss"]
+
+    def finish(compile_s: float, run_s: float, _) -> dict:
+        rate = updates * frames_per_update / run_s
+        return {
+            **fields,
+            "updates": updates,
+            "compile_s": compile_s,
+            "run_s": run_s,
+            "env_steps_per_s": rate,
+            "projected_hours": projected_frames / rate / 3600,
+        }
+
+    return Program(key, build, finish, repeats)
+
+
 #: what XLA's errors say when a program does not fit in device memory
 OOM_MARKERS = ("RESOURCE_EXHAUSTED", "Out of memory", "out of memory")
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from jaxsoc.gpu_suite.core import Context, Program, guarded_oom, measure_programs
+from jaxsoc.gpu_suite.core import Context, Program, guarded_oom, measure_programs, trainer_program
 
 #: 1,000 times the answerer's CPU run (400 batches of 64 houses)
 PROJECTED_HOUSES = 25_600 * 1000
@@ -88,24 +88,9 @@ def _ppo_program(size: int, num_steps: int, updates: int, repeats: int) -> Progr
         reward_scale=20.0,
     )
 
-    def build():
-        trainer = ppo.Trainer(config)
-        return lambda key: trainer._run(trainer.init(key), updates, None)[1]["loss"]
-
-    def finish(compile_s: float, run_s: float, _) -> dict:
-        rate = updates * frames / run_s
-        return {
-            "learner": "ppo",
-            "size": size,
-            "num_steps": num_steps,
-            "updates": updates,
-            "compile_s": compile_s,
-            "run_s": run_s,
-            "env_steps_per_s": rate,
-            "projected_hours": PROJECTED_FRAMES / rate / 3600,
-        }
-
-    return Program(f"ppo|envs={size}|steps={num_steps}|updates={updates}|{EXPLORER_ENV_ARGS}", build, finish, repeats)
+    key = f"ppo|envs={size}|steps={num_steps}|updates={updates}|{EXPLORER_ENV_ARGS}"
+    fields = dict(learner="ppo", size=size, num_steps=num_steps)
+    return trainer_program(key, lambda: ppo.Trainer(config), updates, frames, PROJECTED_FRAMES, repeats, **fields)
 
 
 def excalibur_learners(ctx: Context) -> Iterator[dict]:

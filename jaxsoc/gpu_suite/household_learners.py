@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsoc.gpu_suite.core import Context, Program, measure_programs
+from jaxsoc.gpu_suite.core import Context, Program, measure_programs, trainer_program
 
 #: the paper's goal-inference training set: 1,011 helping-task demonstrations and 5,303 extra ones
 PAPER_WATCH_DEMOS = 1011 + 5303
@@ -94,24 +94,8 @@ def _rl_program(learner: str, size: int, updates: int, repeats: int) -> Program:
         frames = config.grab_frames + config.put_frames
         make = lambda: hrl.trainer(config)  # noqa: E731
     per_update = config.num_envs * config.num_steps
-
-    def build():
-        trainer = make()
-        return lambda key: trainer._run(trainer.init(key), updates, None)[1]["loss"]
-
-    def finish(compile_s: float, run_s: float, _) -> dict:
-        rate = updates * per_update / run_s
-        return {
-            "learner": learner,
-            "size": size,
-            "updates": updates,
-            "compile_s": compile_s,
-            "run_s": run_s,
-            "env_steps_per_s": rate,
-            "projected_hours": frames / rate / 3600,
-        }
-
-    return Program(f"{learner}|envs={size}|updates={updates}", build, finish, repeats)
+    key = f"{learner}|envs={size}|updates={updates}"
+    return trainer_program(key, make, updates, per_update, frames, repeats, learner=learner, size=size)
 
 
 def household_learners(ctx: Context) -> Iterator[dict]:
