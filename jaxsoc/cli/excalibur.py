@@ -286,12 +286,16 @@ def cmd_render(args) -> int:
     return 0
 
 
-def _bank_arguments(parser) -> None:
+def _house_argument(parser) -> None:
     from jaxsoc.envs.excalibur.houses import PRESETS
 
+    parser.add_argument("--house", choices=list(PRESETS), default="default", help="the house preset")
+
+
+def _bank_arguments(parser) -> None:
     parser.add_argument("--split", choices=["train", "test"], default="test")
     parser.add_argument("--bank-seed", type=int, default=0)
-    parser.add_argument("--house", choices=list(PRESETS), default="default", help="the house preset")
+    _house_argument(parser)
 
 
 def _house_arguments(parser, episodes: bool = True) -> None:
@@ -305,8 +309,6 @@ def _house_arguments(parser, episodes: bool = True) -> None:
 
 def add_parser(sub) -> None:
     """Adds ``jaxsoc excalibur bank|eval|answerer|render``."""
-    from jaxsoc.envs.excalibur import houses as H
-
     excalibur = sub.add_parser("excalibur", help="EXCALIBUR: explore a house, then answer questions about it")
     verbs = excalibur.add_subparsers(dest="verb", required=True)
 
@@ -334,7 +336,7 @@ def add_parser(sub) -> None:
     answerer.add_argument("--preset", default="small")
     answerer.add_argument("--seed", type=int, default=0)
     answerer.add_argument("--eval-every", type=int, default=50, help="batches between two test-bank evaluations")
-    answerer.add_argument("--house", choices=list(H.PRESETS), default="default", help="the house preset")
+    _house_argument(answerer)
     answerer.add_argument("--out", required=True, help="directory for answerer.{msgpack,json}")
     answerer.add_argument("--overwrite", action="store_true")
     answerer.set_defaults(func=clear_errors(cmd_answerer))
