@@ -142,8 +142,10 @@ def test_learner_parts_write_complete_stamped_rows(tmp_path):
         assert r["projected_minutes"] == pytest.approx(r["epochs"] * r["steps_per_epoch"] / r["steps_per_s"] / 60)
         assert r["meets_target"] == (r["projected_minutes"] <= 30) and not r["fused"]  # a CPU: Python-driven steps
     assert [r["repeats"] for r in learners] == [2, 1, 1] and learners[0]["batch"] == 8
-    answerer, explorer = rows["excalibur_learners"]  # the answerer's own loop, then the PPO explorer's program
+    answerer, explorer, memory = rows["excalibur_learners"]  # the answerer's loop, then the explorers' programs
     assert (answerer["learner"], answerer["size"], explorer["learner"], explorer["size"]) == ("answerer", 2, "ppo", 2)
+    assert (memory["learner"], memory["size"]) == ("memory", 2) and "error" not in memory
+    assert memory["env_steps_per_s"] == pytest.approx(2 * 8 / memory["run_s"])
     assert answerer["houses_per_s"] == pytest.approx(2 / answerer["second_half_s"])  # one batch of 2 houses
     assert answerer["projected_hours"] == pytest.approx(2.56e7 / answerer["houses_per_s"] / 3600)
     assert explorer["env_steps_per_s"] == pytest.approx(2 * 8 / explorer["run_s"])  # 2 worlds x 8 frames
@@ -297,11 +299,14 @@ def test_the_excalibur_learners_table_and_its_refusals():
             "compile_s": 40.0,
         },
         {"learner": "answerer", "size": 8192, "error": "out of memory: RESOURCE_EXHAUSTED"},
-    ]
+        {"learner": "memory", "size": 64, "num_steps": 80, "env_steps_per_s": 1e5, "projected_hours": 4.27,
+         "compile_s": 90.0},
+    ]  # fmt: skip
     lines = part.render_excalibur_learners(rows).splitlines()
     assert lines[2] == "| answerer (small), houses | 64 | 512 | 13.9 | 31 |"
     assert lines[3] == "| PPO explorer (tiny) on EXCALIBUR-QA, frames | 256 x 80 | 2.5e+05 | 1.71 | 40 |"
     assert lines[4] == "| answerer (small), houses | 8192 | out of memory: RESOURCE_EXHAUSTED | – | – |"
+    assert lines[5] == "| PPO explorer over the memory (tiny-memory), frames | 64 x 80 | 1e+05 | 4.27 | 90 |"
     for batches in (0, 1, 3, True, 2.0):  # timed by halves: an even count of batches
         with pytest.raises(ValueError, match="even int"):
             part.answerer_rate(2, batches)

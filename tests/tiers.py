@@ -579,6 +579,7 @@ MODULE_SECONDS = {
     "tests/test_minigrid_obstructed_maze.py": 30,
     "tests/test_no_dynamic_loops.py": 30,
     "tests/test_excalibur_answerer.py": 30,
+    "tests/test_excalibur_explorer.py": 30,
     "tests/test_gridworld_generation.py": 29,
     "tests/test_bib_dataset.py": 29,
     "tests/test_minigrid_object_tasks.py": 28,

@@ -10,7 +10,10 @@ written ``LABEL:ppo=RUN``. ``none`` is the explorer that does not explore. With 
 (``learners.excalibur.answerer``) instead of the symbolic answering from what they saw, and learned agents explore
 with their policy and answer with it too.
 
-``jaxsoc excalibur answerer --batches 400 --out DIR`` trains that answerer on freshly generated houses.
+``jaxsoc excalibur answerer --batches 400 --out DIR`` trains that answerer on freshly generated houses, and
+``jaxsoc excalibur explorer --answerer DIR --out RUN`` trains an explorer by PPO over its object memory, rewarded
+for what its exploration lets that answerer answer (``learners.excalibur.explorer``); ``eval --agent ppo=RUN
+--answerer DIR`` plays it with its memory.
 """
 
 from __future__ import annotations
@@ -54,6 +57,10 @@ def parse_agents(items: list[str]) -> dict[str, tuple[str, str | None]]:
 
 def _run_env(run: str) -> str:
     from jaxsoc.learners.checkpoint import read_meta
+    from jaxsoc.learners.excalibur.explorer import is_explorer_run
+
+    if is_explorer_run(run):
+        return "memory explorer"
 
     return str(read_meta(Path(run) / "checkpoints").get("env_id", run))
 
@@ -93,10 +100,18 @@ def evaluate_agents(agents: dict[str, tuple[str, str | None]], args, answerer=No
     the object memory; labels ``"<label> + answerer"``)."""
     from jaxsoc.envs.excalibur import agents as A
     from jaxsoc.envs.excalibur import play
+    from jaxsoc.learners.excalibur import explorer as X
     from jaxsoc.learners.excalibur.answerer import AnswererAgent
     from jaxsoc.learners.policy import load_policy
 
-    policies = {label: load_policy(run) for label, (_, run) in agents.items() if run is not None}
+    explorers = {label: run for label, (_, run) in agents.items() if run is not None and X.is_explorer_run(run)}
+    if explorers and answerer is None:
+        raise ValueError(f"{', '.join(explorers.values())}: an explorer over the object memory needs --answerer")
+    policies = {
+        label: (None, None, *X.load_explorer(run)) if label in explorers else load_policy(run)
+        for label, (_, run) in agents.items()
+        if run is not None
+    }
     env, params = _params(args)
     results = {}
     for label, (kind, run) in agents.items():
@@ -108,6 +123,18 @@ def evaluate_agents(agents: dict[str, tuple[str, str | None]], args, answerer=No
             summary = play.evaluate(env, params, agent, key, args.episodes)
         elif run is None:
             summary = play.evaluate(env, params, A.make_agent(kind), key, args.episodes)
+        elif label in explorers:  # the explorer reads its object memory; the answerer answers from it
+            _, _, model, variables = policies[label]
+            label = f"{label} + answerer"
+            agent = X.MemoryPolicyAgent(
+                policy=model,
+                policy_variables=variables,
+                answerer=answerer[0],
+                answerer_variables=answerer[1],
+                view_size=params.view_size,
+                greedy=not args.sample,
+            )
+            summary = play.evaluate(env, params, agent, key, args.episodes)
         elif answerer is not None:  # the learned policy explores, the answerer answers from its memory
             _, _, model, variables = policies[label]
             label = f"{label} + answerer"
@@ -240,6 +267,42 @@ def cmd_answerer(args) -> int:
     return 0
 
 
+def cmd_explorer(args) -> int:
+    from jaxsoc.learners.excalibur import answerer as ANS
+    from jaxsoc.learners.excalibur import explorer as X
+    from jaxsoc.learners.networks.excalibur import PRESETS
+
+    require_positive(args, "frames", "explore_budget", "reenter_budget")
+    if args.gain_reward < 0:
+        raise ValueError(f"--gain-reward must be >= 0, got {args.gain_reward}")
+    if args.preset not in PRESETS or not PRESETS[args.preset].object_memory:
+        memory = sorted(name for name, config in PRESETS.items() if config.object_memory)
+        raise ValueError(f"--preset must be an excalibur preset reading the object memory: one of {memory}")
+    ANS.check_checkpoint(args.answerer)
+    out = Path(args.out)
+    if (X.is_explorer_run(out) or (out / "checkpoints").exists()) and not args.overwrite:
+        raise ValueError(f"{out} already holds a run (pass --overwrite to replace it)")
+    command = (
+        f"jaxsoc excalibur explorer --answerer {args.answerer} --frames {args.frames} --explore-budget "
+        f"{args.explore_budget} --reenter-budget {args.reenter_budget} --gain-reward {args.gain_reward} --preset "
+        f"{args.preset} --seed {args.seed} --out {args.out}"
+    )
+    summary = X.train(
+        out,
+        args.answerer,
+        explore_budget=args.explore_budget,
+        reenter_budget=args.reenter_budget,
+        gain_reward=args.gain_reward,
+        seed=args.seed,
+        eval_episodes=args.eval_episodes,
+        command=command,
+        preset=args.preset,
+        total_frames=args.frames,
+    )
+    print(json.dumps({k: v for k, v in summary.items() if not isinstance(v, (list, dict))}, indent=1, default=str))
+    return 0
+
+
 def cmd_bank(args) -> int:
     from jaxsoc.envs.excalibur import bank
     from jaxsoc.envs.excalibur import questions as Q
@@ -308,7 +371,7 @@ def _house_arguments(parser, episodes: bool = True) -> None:
 
 
 def add_parser(sub) -> None:
-    """Adds ``jaxsoc excalibur bank|eval|answerer|render``."""
+    """Adds ``jaxsoc excalibur bank|eval|answerer|explorer|render``."""
     excalibur = sub.add_parser("excalibur", help="EXCALIBUR: explore a house, then answer questions about it")
     verbs = excalibur.add_subparsers(dest="verb", required=True)
 
@@ -340,6 +403,19 @@ def add_parser(sub) -> None:
     answerer.add_argument("--out", required=True, help="directory for answerer.{msgpack,json}")
     answerer.add_argument("--overwrite", action="store_true")
     answerer.set_defaults(func=clear_errors(cmd_answerer))
+
+    explorer = verbs.add_parser("explorer", help="train an explorer by PPO over its object memory for the answerer")
+    explorer.add_argument("--answerer", required=True, help="the answerer checkpoint that answers and rewards")
+    explorer.add_argument("--frames", type=int, default=1_536_000, help="environment steps of training")
+    explorer.add_argument("--explore-budget", type=int, default=200, help="phase I's steps in training")
+    explorer.add_argument("--reenter-budget", type=int, default=50, help="phase III's steps in training")
+    explorer.add_argument("--gain-reward", type=float, default=1.0, help="weight of the answerer's accuracy gain")
+    explorer.add_argument("--preset", default="tiny-memory", help="the excalibur network's preset (a -memory one)")
+    explorer.add_argument("--seed", type=int, default=0)
+    explorer.add_argument("--eval-episodes", type=int, default=256, help="evaluation episodes at the end")
+    explorer.add_argument("--out", required=True, help="the run directory")
+    explorer.add_argument("--overwrite", action="store_true", help="replace a run already in --out")
+    explorer.set_defaults(func=clear_errors(cmd_explorer))
 
     render = verbs.add_parser("render", help="a top-down GIF of a scripted explorer's phases I and III")
     render.add_argument("--agent", choices=SCRIPTED, default="oracle")

@@ -14,7 +14,7 @@ generated and rendered per second, and the 28,000-episode background set against
 HP helper planning every step), ``chaic`` (CHAIC's world events and agent steps/s, random actions against the
 issue's 1e6 agent steps/s, and the rule-based agents'), ``chaic_learners`` (the PPO helper's training rate),
 ``household_learners`` (the goal-inference model's, the Hybrid's and the HRL's training rates), ``excalibur``
-(EXCALIBUR's steps/s against the issue's 1e8), ``excalibur_learners`` (the answerer's and the PPO explorer's
+(EXCALIBUR's steps/s against the issue's 1e8), ``excalibur_learners`` (the answerer's and the PPO explorers'
 training rates), ``ppo`` (the Small model to 99% on GoToRedBallGrey and GoToLocal),
 ``bc`` (the Small model by behaviour cloning on 8,000 and 5,657 bot demonstrations), ``bib_learners`` (BIB's four
 learners' training rate and the projected time of a full run against the issue's 30 minutes) and ``conv`` (XLA's
@@ -403,7 +403,7 @@ PARTS: tuple[Part, ...] = (
     ),
     Part(
         "excalibur_learners",
-        "EXCALIBUR learners: the answerer's and the PPO explorer's training rates",
+        "EXCALIBUR learners: the answerer's and the two PPO explorers' training rates",
         excalibur_learners.excalibur_learners,
         excalibur_learners.render_excalibur_learners,
         budget_s=60,  # 30 s each from registry and bib_learners
@@ -420,8 +420,9 @@ PARTS: tuple[Part, ...] = (
         "(`learners.excalibur.answerer.train`, small preset, houses generated on the device every batch, questions "
         "drawn on the host), timed by its own clock over the second half of `answerer_batches` batches, host work "
         "included; and jitted programs of `updates` PPO updates of the explorer (excalibur network, tiny preset) on "
-        "`EXCALIBUR-QA-v0` with the CPU run's settings and budgets (200 + 50 steps), `num_steps` frames per world per "
-        "update; compile apart, a warm-up call, then one timed call. Projections: 2.56e7 houses and 1.536e9 frames, "
+        "`EXCALIBUR-QA-v0` with the CPU run's settings and budgets (200 + 50 steps), and of the explorer over the object "
+        "memory (`learners.excalibur.explorer`, tiny-memory preset, the answerer run every step for its reward), "
+        "`num_steps` frames per world per update; compile apart, a warm-up call, then one timed call. Projections: 2.56e7 houses and 1.536e9 frames, "
         "1,000 times the CPU runs of `benchmarks/results/excalibur_answerer_cpu` and `excalibur_learned_cpu`.",
     ),
     Part(

@@ -11,7 +11,10 @@ second half (compiled by then), host work included, as a user's run pays it, and
 settings) of the explorer on ``EXCALIBUR-QA-v0`` with the CPU run's budgets (200 exploration and 50 re-entry
 steps) and ``size`` worlds x ``num_steps`` frames per update, timed by ``core.measure_programs``; the projected
 hours are those of ``PROJECTED_FRAMES`` (1,000 times the CPU run's 1.536 M frames:
-``benchmarks/results/excalibur_learned_cpu``). Sizes go smallest first.
+``benchmarks/results/excalibur_learned_cpu``). ``memory``: the same for the explorer over the object memory
+(``learners.excalibur.explorer``: ``MemoryExplorerEnv``, whose every step writes the memory and runs the answerer
+on it for the reward, and the ``tiny-memory`` network; an untrained ``small`` answerer, which costs what the
+trained one does), with the same projection. Sizes go smallest first.
 """
 
 from __future__ import annotations
@@ -93,6 +96,33 @@ def _ppo_program(size: int, num_steps: int, updates: int, repeats: int) -> Progr
     return trainer_program(key, lambda: ppo.Trainer(config), updates, frames, PROJECTED_FRAMES, repeats, **fields)
 
 
+def _memory_program(size: int, num_steps: int, updates: int, repeats: int) -> Program:
+    import jax
+
+    from jaxsoc.envs.excalibur import bank
+    from jaxsoc.learners.excalibur import answerer as A
+    from jaxsoc.learners.excalibur import explorer as X
+
+    frames = size * num_steps
+    config = X.ppo_config(
+        env_args=EXPLORER_ENV_ARGS,
+        num_envs=size,
+        num_steps=num_steps,
+        recurrence=min(20, num_steps // 2),
+        minibatch_frames=frames // 4,
+        total_frames=frames * updates,
+    )
+
+    def make_trainer():
+        model = A.make_model("small")
+        variables = A.init_variables(model, bank.DEFAULT_CONFIG, jax.random.key(0))
+        return X.trainer(config, (model, variables), 200, 50)
+
+    key = f"memory|envs={size}|steps={num_steps}|updates={updates}|{EXPLORER_ENV_ARGS}|preset={config.preset}"
+    fields = dict(learner="memory", size=size, num_steps=num_steps)
+    return trainer_program(key, make_trainer, updates, frames, PROJECTED_FRAMES, repeats, **fields)
+
+
 def excalibur_learners(ctx: Context) -> Iterator[dict]:
     """Yields one row per size and learner (module docstring), the answerer's first. Parameters:
     ``answerer_houses``, ``answerer_batches``, ``ppo_envs``, ``num_steps``, ``updates``, ``repeats``."""
@@ -100,9 +130,16 @@ def excalibur_learners(ctx: Context) -> Iterator[dict]:
     yield from _answerer_rows(ctx)
     if ctx.truncated:
         return
-    yield from measure_programs(
-        ctx, [_ppo_program(n, p["num_steps"], p["updates"], p["repeats"]) for n in p["ppo_envs"]]
-    )
+    programs = [_ppo_program(n, p["num_steps"], p["updates"], p["repeats"]) for n in p["ppo_envs"]]
+    programs += [_memory_program(n, p["num_steps"], p["updates"], p["repeats"]) for n in p["ppo_envs"]]
+    yield from measure_programs(ctx, programs)
+
+
+#: the table's name of each RL learner's rows
+RL_NAMES = {
+    "ppo": "PPO explorer (tiny) on EXCALIBUR-QA, frames",
+    "memory": "PPO explorer over the memory (tiny-memory), frames",
+}
 
 
 def render_excalibur_learners(rows: list[dict]) -> str:
@@ -117,7 +154,7 @@ def render_excalibur_learners(rows: list[dict]) -> str:
         answerer = r.get("learner") == "answerer"
         rate = r.get("houses_per_s" if answerer else "env_steps_per_s")
         hours, first = r.get("projected_hours"), r.get("first_half_s" if answerer else "compile_s")
-        name = "answerer (small), houses" if answerer else "PPO explorer (tiny) on EXCALIBUR-QA, frames"
+        name = "answerer (small), houses" if answerer else RL_NAMES.get(r.get("learner"), r.get("learner"))
         size = f"{r['size']}" if answerer else f"{r['size']} x {r['num_steps']}"
         cells = ["–" if v is None else f"{v:.3g}" for v in (rate, hours)] + ["–" if first is None else f"{first:.0f}"]
         if r.get("error"):

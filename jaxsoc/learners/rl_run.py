@@ -191,6 +191,7 @@ def train_rl(
     process_id: int | None = None,
     progress: bool = True,
     init_params: Any = None,
+    trainer: Trainer | None = None,
 ) -> dict[str, Any]:
     """Trains (or resumes) a run in ``run_dir``; returns its summary (final evaluation and totals).
 
@@ -212,6 +213,8 @@ def train_rl(
             processes and this one's index (each None: auto-detected, see ``init_distributed``).
         progress: show a progress bar with the success rate and steps per second.
         init_params: the policy's parameters to start from (a warm start; ignored when resuming).
+        trainer: the ``Trainer`` of ``config`` to use, for an env that is not registered (a learner's own view,
+            e.g. ``learners.excalibur.explorer.MemoryExplorerEnv``); default ``trainer_for(config)``.
 
     Raises:
         ValueError: bad arguments, or an incompatible checkpoint (see ``Checkpointer.restore``).
@@ -222,7 +225,7 @@ def train_rl(
         init_distributed(coordinator, num_processes, process_id)
         devices = jax.devices()
     mesh = data_mesh(devices if devices is not None else jax.devices()[:1])
-    trainer = trainer_for(config)
+    trainer = trainer_for(config) if trainer is None else trainer
     run_dir = Path(run_dir)
     primary = jax.process_index() == 0  # of a multi-process run, only process 0 writes files (but checkpoints)
     log = MetricsLog(run_dir) if primary else _NoLog()

@@ -16,6 +16,10 @@ module imports only numpy constants of ``catalogue`` and ``state``, so importing
   V, the sorted dimensions, log1p of the mass, the link one-hot, open, held) through two ReLU layers, pooled with a
   masked mean and max over the visible slots (so the code does not depend on the order of the slots); the held
   object's token; direction and phase one-hots and the phase step (``/ 2500`` and ``log1p``).
+- **the object memory** (``object_memory``, the ``-memory`` presets; ``learners.excalibur.explorer``): each
+  remembered slot of ``obs["memory"]`` a token as the visible objects' (its cell in the agent's frame now, lifted
+  and held in place of open and held) through its own two ReLU layers, pooled with a masked mean and max, and the
+  fraction of slots remembered, into ``MLP1``.
 - **the previous action** (``MLP2``): an embedding of ``last_action`` (``A + 1`` entries: ``A`` is "none").
 - **the questions** (``MLP3``): each row a token (the family, relation and per-object colour / material / type
   embeddings, concatenated so that the roles of objects 1-3 stay apart) through two ReLU layers, pooled with a
@@ -72,6 +76,9 @@ class ExcaliburConfig:
         memory_dim: GRU size (the belief ``h``).
         mask_actions: invalid actions (``obs["action_mask"]``) get probability 0.
         num_actions: actor outputs (``state.NUM_ACTIONS``).
+        object_memory: also read the explicit object memory of ``learners.excalibur.explorer``
+            (``obs["memory"]``, ``obs["memory_sizes"]``): each remembered slot a token as the visible objects (its
+            own token layers), pooled into ``MLP1``'s input with the fraction of slots remembered.
     """
 
     embed: int = 16
@@ -79,6 +86,7 @@ class ExcaliburConfig:
     memory_dim: int = 128
     mask_actions: bool = True
     num_actions: int = S.NUM_ACTIONS
+    object_memory: bool = False
 
     def __post_init__(self) -> None:
         for name in ("embed", "hidden", "memory_dim"):
@@ -95,7 +103,11 @@ class ExcaliburConfig:
 PRESETS = {
     "small": ExcaliburConfig(),
     "tiny": ExcaliburConfig(embed=8, hidden=32, memory_dim=32),
+    "small-memory": ExcaliburConfig(object_memory=True),
+    "tiny-memory": ExcaliburConfig(embed=8, hidden=32, memory_dim=32, object_memory=True),
 }
+#: the observation keys of the object memory (``ExcaliburConfig.object_memory``)
+MEMORY_KEYS = ("memory", "memory_sizes")
 
 
 def _one_hot(x: jax.Array, n: int) -> jax.Array:
@@ -146,6 +158,8 @@ class ExcaliburPolicy(nn.Module):
         self.actions = nn.Embed(c.num_actions + 1, c.embed)
         self.view = Conv(2 * c.embed, 3, 1)
         self.object_token = MLP((h, h))
+        if c.object_memory:
+            self.memory_token = MLP((h, h))
         self.question_token = MLP((h, h))
         self.mlp1 = MLP((h, h, h))
         self.mlp2 = MLP((h, h, h))
@@ -178,10 +192,10 @@ class ExcaliburPolicy(nn.Module):
         x = nn.relu(self.view(x))
         return x.reshape(x.shape[0], -1)
 
-    def object_tokens(self, objects: jax.Array, sizes: jax.Array, view: int) -> jax.Array:
+    def object_tokens(self, objects: jax.Array, sizes: jax.Array, view: int, memory: bool = False) -> jax.Array:
         """Returns ``float32[B, N, hidden]``: each object slot embedded alone (``objects int[B, N, 13]``, ``sizes
-        float32[B, N, 4]``, ``view`` the view size V); a slot's parent enters through its type only, so the tokens
-        are permuted with the slots."""
+        float32[B, N, 4]``, ``view`` the view size V) by the visible objects' token layers, or the memory's with
+        ``memory``; a slot's parent enters through its type only, so the tokens are permuted with the slots."""
         types = _ids(objects[..., TYPE], K.NUM_TYPES + 1)
         parent = objects[..., PARENT].astype(jnp.int32)
         parent_slot = jnp.clip(parent - 1, 0, objects.shape[-2] - 1)
@@ -203,7 +217,7 @@ class ExcaliburPolicy(nn.Module):
             ],
             -1,
         )
-        return self.object_token(features)
+        return self.memory_token(features) if memory else self.object_token(features)
 
     def question_tokens(self, questions: jax.Array) -> jax.Array:
         """Returns ``float32[..., hidden]``: each question row (``int[..., 11]``, ``state``'s columns) embedded
@@ -240,6 +254,10 @@ class ExcaliburPolicy(nn.Module):
             jnp.minimum(step, MAX_PHASE_STEP) / MAX_PHASE_STEP,
             jnp.log1p(step) / math.log1p(MAX_PHASE_STEP),
         ]
+        if self.config.object_memory:
+            remembered = obs["memory"][..., VISIBLE] > 0
+            memory = self.object_tokens(obs["memory"], obs["memory_sizes"], obs["image"].shape[-3], memory=True)
+            parts += [masked_pool(memory, remembered), remembered.mean(-1, keepdims=True).astype(jnp.float32)]
         return self.mlp1(jnp.concatenate(parts, -1))
 
     def questions_code(self, questions: jax.Array) -> jax.Array:
@@ -279,6 +297,11 @@ def check(config: ExcaliburConfig, space) -> None:
     a view that is not ``[V, V, 4]``, or an action mask whose length is not ``config.num_actions``."""
     keys = set(getattr(space, "spaces", {}) or {})
     missing = sorted(set(KEYS) - keys)
+    if config.object_memory and not missing and set(MEMORY_KEYS) - keys:
+        raise ValueError(
+            "the excalibur network with object_memory reads the explorer's memory (obs['memory'], "
+            "obs['memory_sizes']: learners.excalibur.explorer.MemoryExplorerEnv); this env has none"
+        )
     if missing:
         raise ValueError(
             f"the excalibur network needs an EXCALIBUR observation (keys {sorted(KEYS)}); missing {missing}"
@@ -296,6 +319,11 @@ def check(config: ExcaliburConfig, space) -> None:
         raise ValueError(
             f"the excalibur network needs obs['questions'] of shape (Q, {S.QUESTION_SLOTS}) and obs['question'] of "
             f"shape ({S.QUESTION_SLOTS},), got {questions} and {question}"
+        )
+    if config.object_memory and (_shape(space, "memory") != objects or _shape(space, "memory_sizes") != sizes):
+        raise ValueError(
+            f"the excalibur network needs obs['memory'] / obs['memory_sizes'] shaped as obs['objects'] / "
+            f"obs['object_sizes'] ({objects}, {sizes}), got {_shape(space, 'memory')}, {_shape(space, 'memory_sizes')}"
         )
     image = _shape(space, "image")
     if len(image) != 3 or image[0] != image[1] or image[2] != IMAGE_CHANNELS:
