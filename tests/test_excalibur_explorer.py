@@ -86,8 +86,8 @@ def test_answers_are_the_answerers_and_the_mask_allows_only_them(world, trajecto
         mask = np.asarray(obs["action_mask"])
         if int(nxt.env.phase) in (S.ANSWER_FIRST, S.ANSWER_AGAIN):
             assert mask.sum() == 1 and mask[int(X.answer_action(nxt.env, nxt.answers))]
-        else:
-            assert mask[: S.ANSWER].all() and not mask[S.ANSWER :].any()
+        else:  # the moves and interactions; stop masked (``allow_stop`` False)
+            assert mask[: S.STOP].all() and not mask[S.STOP :].any()
     assert overridden > 0  # the actions passed on answer steps were not the answers given
 
 
@@ -160,8 +160,8 @@ def test_a_trained_explorer_plays_with_its_memory_and_the_answerers_answers(tmp_
     run = tmp_path / "explorer"
     assert main(["excalibur", "explorer", "--answerer", str(COMMITTED), "--frames", "5120", "--explore-budget",
                  "8", "--reenter-budget", "4", "--eval-episodes", "4", "--out", str(run)]) == 0  # fmt: skip
-    model, variables = X.load_explorer(run)
-    assert model.config.object_memory
+    model, variables, record = X.load_explorer(run)
+    assert model.config.object_memory and record["allow_stop"] is False
     out = tmp_path / "eval"
     argv = ["excalibur", "eval", "--agent", f"mem:ppo={run}", "none", "--answerer", str(COMMITTED), "--episodes",
             "4", "--explore-budget", "8", "--reenter-budget", "4", "--out", str(out)]  # fmt: skip

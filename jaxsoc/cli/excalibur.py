@@ -124,7 +124,7 @@ def evaluate_agents(agents: dict[str, tuple[str, str | None]], args, answerer=No
         elif run is None:
             summary = play.evaluate(env, params, A.make_agent(kind), key, args.episodes)
         elif label in explorers:  # the explorer reads its object memory; the answerer answers from it
-            _, _, model, variables = policies[label]
+            _, _, model, variables, record = policies[label]
             label = f"{label} + answerer"
             agent = X.MemoryPolicyAgent(
                 policy=model,
@@ -285,7 +285,7 @@ def cmd_explorer(args) -> int:
     command = (
         f"jaxsoc excalibur explorer --answerer {args.answerer} --frames {args.frames} --explore-budget "
         f"{args.explore_budget} --reenter-budget {args.reenter_budget} --gain-reward {args.gain_reward} --preset "
-        f"{args.preset} --seed {args.seed} --out {args.out}"
+        f"{args.preset} --seed {args.seed}{' --allow-stop' if args.allow_stop else ''} --out {args.out}"
     )
     summary = X.train(
         out,
@@ -293,6 +293,7 @@ def cmd_explorer(args) -> int:
         explore_budget=args.explore_budget,
         reenter_budget=args.reenter_budget,
         gain_reward=args.gain_reward,
+        allow_stop=args.allow_stop,
         seed=args.seed,
         eval_episodes=args.eval_episodes,
         command=command,
@@ -411,6 +412,7 @@ def add_parser(sub) -> None:
     explorer.add_argument("--reenter-budget", type=int, default=50, help="phase III's steps in training")
     explorer.add_argument("--gain-reward", type=float, default=1.0, help="weight of the answerer's accuracy gain")
     explorer.add_argument("--preset", default="tiny-memory", help="the excalibur network's preset (a -memory one)")
+    explorer.add_argument("--allow-stop", action="store_true", help="stop open in phases I and III (default masked)")
     explorer.add_argument("--seed", type=int, default=0)
     explorer.add_argument("--eval-episodes", type=int, default=256, help="evaluation episodes at the end")
     explorer.add_argument("--out", required=True, help="the run directory")

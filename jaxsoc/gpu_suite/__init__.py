@@ -420,10 +420,11 @@ PARTS: tuple[Part, ...] = (
         "(`learners.excalibur.answerer.train`, small preset, houses generated on the device every batch, questions "
         "drawn on the host), timed by its own clock over the second half of `answerer_batches` batches, host work "
         "included; and jitted programs of `updates` PPO updates of the explorer (excalibur network, tiny preset) on "
-        "`EXCALIBUR-QA-v0` with the CPU run's settings and budgets (200 + 50 steps), and of the explorer over the object "
-        "memory (`learners.excalibur.explorer`, tiny-memory preset, the answerer run every step for its reward), "
-        "`num_steps` frames per world per update; compile apart, a warm-up call, then one timed call. Projections: 2.56e7 houses and 1.536e9 frames, "
-        "1,000 times the CPU runs of `benchmarks/results/excalibur_answerer_cpu` and `excalibur_learned_cpu`.",
+        "`EXCALIBUR-QA-v0` with the CPU run's settings and budgets (200 + 50 steps), and of the explorer over the "
+        "object memory (`learners.excalibur.explorer`, tiny-memory preset, the answerer run every step for its "
+        "reward), `num_steps` frames per world per update; compile apart, a warm-up call, then one timed call. "
+        "Projections: 2.56e7 houses and 1.536e9 frames, 1,000 times the CPU runs of "
+        "`benchmarks/results/excalibur_answerer_cpu` and `excalibur_learned_cpu`.",
     ),
     Part(
         "ppo",

@@ -9,6 +9,10 @@ memory (``memory.ObjectMemory``) kept in the state and a trained supervised answ
   remembered cell ahead / right of the agent now, 1 + parent slot, link, lifted, held now) and ``memory_sizes``
   float32[N, 4] (the sorted dimensions, the mass once felt), so the policy (the ``excalibur`` network with
   ``object_memory``) sees what it has found so far, wherever it is.
+- **No stop by default**: ``allow_stop`` False masks ``stop`` in phases I and III, so they last their budgets. With
+  it open, a near-uniform initial policy stops phase I after about 7 steps, and what 7 more steps would reveal is
+  far below the noise of the answers' reward: a first run's episodes were still 40 steps long after 37 updates.
+  (The mask is what keeps a policy from stopping; a ``stop`` given anyway still ends the phase.)
 - **Answers from the supervised head**: in phases II and IV the answer given is the answerer's argmax on the memory,
   whatever the action (the observation's ``action_mask`` allows only that answer, so a policy's answer steps carry
   probability 1 and no policy gradient).
@@ -50,11 +54,13 @@ KNOWN, LIFTED, HELD = 0, 11, 12
 
 class ExplorerParams(struct.PyTreeNode):
     """``env``: the EXCALIBUR params (bank, budgets; the ``answers`` rewards); ``answerer``: the answerer's
-    variables; ``gain_reward``: the weight of the answerer's expected-accuracy gain per exploring step."""
+    variables; ``gain_reward``: the weight of the answerer's expected-accuracy gain per exploring step; static
+    ``allow_stop``: ``stop`` is a valid action in phases I and III (module docstring)."""
 
     env: E.ExcaliburParams
     answerer: Any
     gain_reward: Any = 1.0
+    allow_stop: bool = struct.field(pytree_node=False, default=False)
 
 
 class ExplorerState(struct.PyTreeNode):
@@ -119,12 +125,14 @@ def answer_action(state: S.State, answers: jax.Array) -> jax.Array:
     return (S.ANSWER + answers[k]).astype(jnp.int32)
 
 
-def observe(obs: dict, state: S.State, objects: MEM.ObjectMemory, answers: jax.Array) -> dict:
+def observe(obs: dict, state: S.State, objects: MEM.ObjectMemory, answers: jax.Array, allow_stop: bool) -> dict:
     """Returns EXCALIBUR's observation ``obs`` of ``state`` with the memory table of ``objects`` added and, in the
-    answer phases, the action mask reduced to the answerer's answer (``answers`` int32[Q])."""
+    answer phases, the action mask reduced to the answerer's answer (``answers`` int32[Q]); without
+    ``allow_stop``, ``stop`` masked in the exploring phases."""
     table, sizes = memory_table(objects, state)
     only = jax.nn.one_hot(answer_action(state, answers), S.NUM_ACTIONS) > 0
-    mask = jnp.where(_answering(state), only, obs["action_mask"])
+    explore = obs["action_mask"] & ((jnp.arange(S.NUM_ACTIONS) != S.STOP) | allow_stop)
+    mask = jnp.where(_answering(state), only, explore)
     return dict(obs, memory=table, memory_sizes=sizes, action_mask=mask)
 
 
@@ -154,7 +162,7 @@ class MemoryExplorerEnv(Environment):
         obs, state = self.base.reset_env(key, params.env)
         objects = MEM.write(MEM.empty(state.house), state)
         score, answers = self._read(params, objects, state.house)
-        return observe(obs, state, objects, answers), ExplorerState(state, objects, score, answers)
+        return observe(obs, state, objects, answers, params.allow_stop), ExplorerState(state, objects, score, answers)
 
     def step_env(self, key, state, action, params):
         env = state.env
@@ -167,7 +175,8 @@ class MemoryExplorerEnv(Environment):
         reward = reward + params.gain_reward * gain
         info = dict(info, answerer_score=score)
         new = ExplorerState(stepped, objects, score, answers)
-        return observe(obs, stepped, objects, answers), new, reward.astype(jnp.float32), terminated, truncated, info
+        obs = observe(obs, stepped, objects, answers, params.allow_stop)
+        return obs, new, reward.astype(jnp.float32), terminated, truncated, info
 
     def action_space(self, params=None) -> spaces.Discrete:
         return spaces.Discrete(S.NUM_ACTIONS)
@@ -188,10 +197,12 @@ class MemoryExplorerEnv(Environment):
         return self.base.render(state.env)
 
 
-def make_params(answerer_variables, split: str = "train", seed: int = 0, gain_reward: float = 1.0, **env_kw):
-    """Returns ``ExplorerParams`` over the ``split`` bank (``env.params_for("answers", ...)``; ``env_kw`` e.g. the
+def make_params(
+    answerer_variables, split: str = "train", seed: int = 0, gain_reward: float = 1.0, allow_stop: bool = False, **kw
+):
+    """Returns ``ExplorerParams`` over the ``split`` bank (``env.params_for("answers", ...)``; ``kw`` e.g. the
     budgets) with the answerer's variables."""
-    return ExplorerParams(E.params_for("answers", split, seed, **env_kw), answerer_variables, gain_reward)
+    return ExplorerParams(E.params_for("answers", split, seed, **kw), answerer_variables, gain_reward, allow_stop)
 
 
 class MemoryPolicyAgent(struct.PyTreeNode):
@@ -199,7 +210,7 @@ class MemoryPolicyAgent(struct.PyTreeNode):
     (static) and ``policy_variables``, the answerer ``answerer`` (static) and ``answerer_variables``, ``view_size``
     and ``greedy`` (static). Its memory is ``{"net", "last", "objects"}``; each step writes the object memory, builds
     the explorer's observation as ``MemoryExplorerEnv`` does, and acts; in phases II and IV it gives the
-    answerer's answer."""
+    answerer's answer; ``allow_stop`` (static) as the run was trained (``ExplorerParams``)."""
 
     policy: Any = struct.field(pytree_node=False)
     policy_variables: Any
@@ -207,6 +218,7 @@ class MemoryPolicyAgent(struct.PyTreeNode):
     answerer_variables: Any
     view_size: int = struct.field(pytree_node=False, default=7)
     greedy: bool = struct.field(pytree_node=False, default=True)
+    allow_stop: bool = struct.field(pytree_node=False, default=False)
 
     def init(self, key: jax.Array, state: S.State) -> dict:
         """Returns ``{"net": policy.initial_memory(1), "last": NUM_ACTIONS, "objects": memory.empty(house)}``."""
@@ -220,7 +232,7 @@ class MemoryPolicyAgent(struct.PyTreeNode):
         """Returns ``(action int32, memory)`` (class docstring)."""
         objects = MEM.write(memory["objects"], state)
         _, answers = answerer_read(self.answerer, self.answerer_variables, objects, state.house)
-        obs = observe(O.observe(state, self.view_size, memory["last"]), state, objects, answers)
+        obs = observe(O.observe(state, self.view_size, memory["last"]), state, objects, answers, self.allow_stop)
         obs = jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], obs)
         context = self.policy.apply(self.policy_variables, obs, method="encode_context")
         log_probs, _, net = self.policy.apply(
@@ -261,15 +273,23 @@ def ppo_config(**overrides: Any):
     return PPOConfig(**{**base, **overrides})
 
 
-def trainer(config, answerer: tuple[Any, Any], explore_budget: int, reenter_budget: int, gain_reward: float = 1.0):
-    """Returns a ``ppo.Trainer`` of ``config`` on ``MemoryExplorerEnv`` with ``answerer = (model, variables)``
-    and the budgets, over the train bank."""
+def trainer(
+    config,
+    answerer: tuple[Any, Any],
+    explore_budget: int,
+    reenter_budget: int,
+    gain_reward: float = 1.0,
+    allow_stop: bool = False,
+):
+    """Returns a ``ppo.Trainer`` of ``config`` on ``MemoryExplorerEnv`` with ``answerer = (model, variables)``,
+    the budgets, the gain's weight and ``allow_stop``, over the train bank."""
     from jaxsoc.learners.ppo import Trainer
 
     model, variables = answerer
     params = make_params(
-        variables, gain_reward=gain_reward, explore_budget=explore_budget, reenter_budget=reenter_budget
-    )
+        variables, gain_reward=gain_reward, allow_stop=allow_stop, explore_budget=explore_budget,
+        reenter_budget=reenter_budget,
+    )  # fmt: skip
     return Trainer(config, env=MemoryExplorerEnv(model, params), env_params=params)
 
 
@@ -280,6 +300,7 @@ def train(
     explore_budget: int = 200,
     reenter_budget: int = 50,
     gain_reward: float = 1.0,
+    allow_stop: bool = False,
     seed: int = 0,
     eval_episodes: int = 256,
     command: str = "",
@@ -292,7 +313,7 @@ def train(
 
     config = ppo_config(env_args=f"explore_budget={explore_budget},reenter_budget={reenter_budget}", **overrides)
     model, variables, meta = ANS.load(answerer_dir)
-    tr = trainer(config, (model, variables), explore_budget, reenter_budget, gain_reward)
+    tr = trainer(config, (model, variables), explore_budget, reenter_budget, gain_reward, allow_stop)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     record = {
@@ -301,6 +322,7 @@ def train(
         "explore_budget": explore_budget,
         "reenter_budget": reenter_budget,
         "gain_reward": gain_reward,
+        "allow_stop": allow_stop,
         "seed": seed,
         "config": dataclasses.asdict(config),
         "command": command,
@@ -314,9 +336,10 @@ def is_explorer_run(run: str | Path) -> bool:
     return (Path(run) / EXPLORER_FILE).exists()
 
 
-def load_explorer(run: str | Path) -> tuple[Any, Any]:
-    """Returns ``(model, variables)`` of the newest checkpoint of the explorer run ``run``. Raises ``ValueError``
-    for a run that is not an explorer run or whose checkpoint holds another network."""
+def load_explorer(run: str | Path) -> tuple[Any, Any, dict]:
+    """Returns ``(model, variables, record)`` of the newest checkpoint of the explorer run ``run`` (``record``: its
+    ``explorer.json``). Raises ``ValueError`` for a run that is not an explorer run or whose checkpoint holds
+    another network."""
     from jaxsoc.learners.checkpoint import latest_step, read_meta, restore_raw
     from jaxsoc.learners.networks import registry
 
@@ -334,4 +357,5 @@ def load_explorer(run: str | Path) -> tuple[Any, Any]:
     state = restore_raw(directory, latest_step(directory))
     if "params" not in state:
         raise ValueError(f"{directory}: the checkpoint state has no params")
-    return model, {"params": jax.tree_util.tree_map(jnp.asarray, state["params"])}
+    record = json.loads((run / EXPLORER_FILE).read_text())
+    return model, {"params": jax.tree_util.tree_map(jnp.asarray, state["params"])}, record
