@@ -97,6 +97,14 @@ def test_household_append_onto_a_malformed_record(text, message, tmp_path, capsy
     refused(argv, tmp_path, capsys, f"--append: {out / 'household_help.json'}", message)
 
 
+def test_household_append_reads_an_older_records_task_seed_as_its_seed(tmp_path):
+    setting = {"split": "test-1", "task_seed": 0, "tasks": 100, "seeds": 1, "simulations": 100, "teleport": False}
+    older = {k: v for k, v in setting.items() if k != "task_seed"}  # written before --task-seed existed
+    H._check_setting({**older, "seed": 0}, {**setting, "seed": 0}, tmp_path)
+    with pytest.raises(ValueError, match="'task_seed': 3"):
+        H._check_setting({**older, "seed": 3}, {**setting, "seed": 0}, tmp_path)
+
+
 # ---------------------------------------------------------------------------------------------------- chaic eval
 
 

@@ -399,7 +399,9 @@ def _earlier(out: Path | None) -> dict | None:
 
 def _check_setting(old: dict, setting: dict, out: Path) -> None:
     """Raises ``ValueError`` when the record ``old`` in ``out`` was measured in another ``setting`` (split, task
-    seed, tasks, seeds, simulations, teleport, seed)."""
+    seed, tasks, seeds, simulations, teleport, seed). A record without ``task_seed`` (written before
+    ``--task-seed`` existed, when the split was built from ``--seed``) has its ``seed`` as task seed."""
+    old = {"task_seed": old.get("seed"), **old}
     other = {k: old.get(k) for k in setting if old.get(k) != setting[k]}
     if other:
         raise ValueError(f"--append: {out / 'household_help.json'} was measured with {other}, not {setting}")
