@@ -169,5 +169,5 @@ def test_a_trained_explorer_plays_with_its_memory_and_the_answerers_answers(tmp_
     text = (out / "excalibur_eval.md").read_text()
     assert "mem + answerer" in text and "none + answerer" in text
     # without the answerer an explorer run is refused
-    assert main(argv[:6] + ["--episodes", "4"]) == 2
+    assert main(argv[:5] + ["--episodes", "4"]) == 2
     assert "needs --answerer" in capsys.readouterr().err
