@@ -36,6 +36,26 @@ OBJECT_COLUMNS = 13
 _EXPLORE_MASK = np.arange(S.NUM_ACTIONS) < S.ANSWER
 
 
+def object_rows(shown, agent_dir, offset, types, colors, materials, parent, link, flags) -> jax.Array:
+    """Returns ``int16[N, OBJECT_COLUMNS]``: the object table's rows (module docstring) of the ``shown`` (bool[N])
+    slots, zeros elsewhere: 1, 1 + ``types`` (int[N]), 1 + ``colors`` (int[N, 2]), 1 + ``materials`` (int[N, 3]),
+    ``offset`` (int32[N, 2], cell minus the agent's position) ahead and right of an agent facing ``agent_dir``,
+    1 + ``parent``, ``link`` and the two ``flags`` (bool[N] each: open and held in the observation)."""
+    forward = jnp.asarray(W._DIR_TO_VEC)[agent_dir]
+    right = jnp.stack([-forward[1], forward[0]])
+    plus_one = [types[:, None], colors[:, :2], materials[:, :3]]
+    columns = [
+        jnp.ones((shown.shape[0], 1), jnp.int32),
+        jnp.concatenate([x.astype(jnp.int32) for x in plus_one], -1) + 1,
+        (offset @ forward)[:, None],
+        (offset @ right)[:, None],
+        parent.astype(jnp.int32)[:, None] + 1,
+        link.astype(jnp.int32)[:, None],
+        jnp.stack([f.astype(jnp.int32) for f in flags], -1),
+    ]
+    return jnp.where(shown[:, None], jnp.concatenate(columns, -1), 0).astype(jnp.int16)
+
+
 def observe(state: S.State, view_size: int = 7, last_action: jax.Array | int = S.NUM_ACTIONS) -> dict:
     """Returns the observation dict of the module docstring for ``state``."""
     house = state.house
@@ -70,25 +90,9 @@ def observe(state: S.State, view_size: int = 7, last_action: jax.Array | int = S
     seen = W.visible_objects(state, view_size)
     slot = jnp.arange(num)
     held = slot == state.held
-    forward = jnp.asarray(W._DIR_TO_VEC)[state.agent_dir]
-    right = jnp.stack([-forward[1], forward[0]])
     offset = jnp.where(held[:, None], 0, state.cell.astype(jnp.int32) - state.agent_pos)
-    columns = [
-        jnp.ones(num, jnp.int32),
-        house.type.astype(jnp.int32) + 1,
-        house.colors[:, 0].astype(jnp.int32) + 1,
-        house.colors[:, 1].astype(jnp.int32) + 1,
-        house.materials[:, 0].astype(jnp.int32) + 1,
-        house.materials[:, 1].astype(jnp.int32) + 1,
-        house.materials[:, 2].astype(jnp.int32) + 1,
-        offset @ forward,
-        offset @ right,
-        state.parent.astype(jnp.int32) + 1,
-        state.link.astype(jnp.int32),
-        state.is_open.astype(jnp.int32),
-        held.astype(jnp.int32),
-    ]
-    objects = jnp.where(seen[:, None], jnp.stack(columns, -1), 0).astype(jnp.int16)
+    look = (house.type, house.colors, house.materials, state.parent, state.link)
+    objects = object_rows(seen, state.agent_dir, offset, *look, (state.is_open, held))
     mass = jnp.where(held, house.mass, 0.0)
     sizes = jnp.where(seen[:, None], jnp.concatenate([house.dims, mass[:, None]], -1), 0.0).astype(jnp.float32)
 

@@ -44,7 +44,6 @@ from jaxsoc.core.env import Environment
 from jaxsoc.envs.excalibur import env as E
 from jaxsoc.envs.excalibur import observation as O
 from jaxsoc.envs.excalibur import state as S
-from jaxsoc.envs.excalibur import world as W
 from jaxsoc.learners.excalibur import memory as MEM
 
 MEMORY_COLUMNS = 13
@@ -89,27 +88,11 @@ def answerer_read(model, variables, objects: MEM.ObjectMemory, house: S.House) -
 def memory_table(objects: MEM.ObjectMemory, state: S.State) -> tuple[jax.Array, jax.Array]:
     """Returns ``(memory int16[N, 13], memory_sizes float32[N, 4])`` of the module docstring: what ``objects``
     remembers, its cells in the agent's frame now."""
-    forward = jnp.asarray(W._DIR_TO_VEC)[state.agent_dir]
-    right = jnp.stack([-forward[1], forward[0]])
     offset = objects.cell.astype(jnp.int32) - state.agent_pos
-    num = objects.known.shape[0]
-    columns = [
-        jnp.ones(num, jnp.int32),
-        objects.type.astype(jnp.int32) + 1,
-        objects.colors[:, 0].astype(jnp.int32) + 1,
-        objects.colors[:, 1].astype(jnp.int32) + 1,
-        objects.materials[:, 0].astype(jnp.int32) + 1,
-        objects.materials[:, 1].astype(jnp.int32) + 1,
-        objects.materials[:, 2].astype(jnp.int32) + 1,
-        offset @ forward,
-        offset @ right,
-        objects.parent.astype(jnp.int32) + 1,
-        objects.link.astype(jnp.int32),
-        objects.lifted.astype(jnp.int32),
-        (jnp.arange(num) == state.held).astype(jnp.int32),
-    ]
+    held = jnp.arange(objects.known.shape[0]) == state.held
+    look = (objects.type, objects.colors, objects.materials, objects.parent, objects.link)
+    table = O.object_rows(objects.known, state.agent_dir, offset, *look, (objects.lifted, held))
     known = objects.known[:, None]
-    table = jnp.where(known, jnp.stack(columns, -1), 0).astype(jnp.int16)
     sizes = jnp.where(known, jnp.concatenate([objects.dims, objects.mass[:, None]], -1), 0.0)
     return table, sizes.astype(jnp.float32)
 
