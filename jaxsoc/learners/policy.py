@@ -22,10 +22,33 @@ from jaxsoc.learners.networks import registry
 from jaxsoc.learners.ppo import env_kwargs
 
 
+def load_network(run_dir: str | Path) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """Returns ``(model, variables, meta)`` of the newest checkpoint in ``run_dir/checkpoints``: the registered
+    network its meta names, rebuilt from its config, and its ``params`` (and ``batch_stats``).
+
+    Raises:
+        FileNotFoundError: no checkpoint.
+        ValueError: a checkpoint without a model (not a policy), an unregistered network, or no params.
+    """
+    directory = Path(run_dir) / "checkpoints"
+    meta = read_meta(directory)
+    try:
+        model = registry.from_description(meta)
+    except ValueError as error:
+        raise ValueError(f"{directory}: {error}") from error
+    state = restore_raw(directory, latest_step(directory))
+    if "params" not in state:
+        raise ValueError(f"{directory}: the checkpoint state has no params")
+    variables = {"params": jax.tree_util.tree_map(jnp.asarray, state["params"])}
+    if state.get("batch_stats"):
+        variables["batch_stats"] = jax.tree_util.tree_map(jnp.asarray, state["batch_stats"])
+    return model, variables, meta
+
+
 def load_policy(run_dir: str | Path, env_id: str | None = None) -> tuple[Any, Any, Any, dict[str, Any]]:
     """Returns ``(env, env_params, model, variables)`` of the newest checkpoint in ``run_dir/checkpoints``,
     on ``env_id`` (default the run's env, with the run's ``env_args``); ``model`` is the registered network the
-    checkpoint names, rebuilt from its config.
+    checkpoint names, rebuilt from its config (``load_network``).
 
     Raises:
         FileNotFoundError: no checkpoint.
@@ -36,10 +59,7 @@ def load_policy(run_dir: str | Path, env_id: str | None = None) -> tuple[Any, An
     meta = read_meta(directory)
     if "model_config" not in meta or "env_id" not in meta:
         raise ValueError(f"{directory} holds no policy checkpoint (its meta has no model_config/env_id)")
-    try:
-        model = registry.from_description(meta)
-    except ValueError as error:
-        raise ValueError(f"{directory}: {error}") from error
+    model, variables, meta = load_network(run_dir)
     env_id = env_id or meta["env_id"]
     env_args = meta.get("config", {}).get("env_args", "") if env_id == meta["env_id"] else ""
     env, params = jaxsoc.make(env_id, **env_kwargs(env_args))
@@ -51,12 +71,6 @@ def load_policy(run_dir: str | Path, env_id: str | None = None) -> tuple[Any, An
         registry.build(name, model.config, env.observation_space(params))
     except ValueError as error:
         raise ValueError(f"{env_id}: {error}") from error
-    state = restore_raw(directory, latest_step(directory))
-    if "params" not in state:
-        raise ValueError(f"{directory}: the checkpoint state has no params")
-    variables = {"params": jax.tree_util.tree_map(jnp.asarray, state["params"])}
-    if state.get("batch_stats"):
-        variables["batch_stats"] = jax.tree_util.tree_map(jnp.asarray, state["batch_stats"])
     return env, params, model, variables
 
 

@@ -323,22 +323,14 @@ def load_explorer(run: str | Path) -> tuple[Any, Any, dict]:
     """Returns ``(model, variables, record)`` of the newest checkpoint of the explorer run ``run`` (``record``: its
     ``explorer.json``). Raises ``ValueError`` for a run that is not an explorer run or whose checkpoint holds
     another network."""
-    from jaxsoc.learners.checkpoint import latest_step, read_meta, restore_raw
-    from jaxsoc.learners.networks import registry
+    from jaxsoc.learners.policy import load_network
 
     run = Path(run)
     if not is_explorer_run(run):
         raise ValueError(f"{run} is not an explorer run (no {EXPLORER_FILE})")
-    directory = run / "checkpoints"
-    meta = read_meta(directory)
-    try:
-        model = registry.from_description(meta)
-    except ValueError as error:
-        raise ValueError(f"{directory}: {error}") from error
+    model, variables, meta = load_network(run)
     if not getattr(model.config, "object_memory", False):
-        raise ValueError(f"{directory}: the policy does not read the object memory (network {meta.get('network')})")
-    state = restore_raw(directory, latest_step(directory))
-    if "params" not in state:
-        raise ValueError(f"{directory}: the checkpoint state has no params")
+        network = meta.get("network")
+        raise ValueError(f"{run / 'checkpoints'}: the policy does not read the object memory (network {network})")
     record = json.loads((run / EXPLORER_FILE).read_text())
-    return model, {"params": jax.tree_util.tree_map(jnp.asarray, state["params"])}, record
+    return model, variables, record
