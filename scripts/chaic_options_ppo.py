@@ -1,6 +1,7 @@
-"""Trains CHAIC's options helper (issue 38): behaviour cloning of the RHP rules' options, then PPO
-(``jaxsoc.learners.chaic.options_ppo``). Usage: ``python scripts/chaic_options_ppo.py OUT [--bc-batches 40]
-[--updates 1000] [--num-envs 32] [--checkpoint-every 5]``; interrupting it keeps the last checkpoint."""
+"""Trains CHAIC's options helper (issue 38): behaviour cloning of the RHP rules' options (``--teacher goal``: the
+rules told the true goal), then PPO (``jaxsoc.learners.chaic.options_ppo``). Usage:
+``python scripts/chaic_options_ppo.py OUT [--bc-batches 40] [--updates 1000] [--num-envs 32] [--checkpoint-every 5]
+[--preset small|small-partner] [--teacher rhp|goal]``; interrupting it keeps the last checkpoint."""
 
 import argparse
 
@@ -16,14 +17,19 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=32)
     parser.add_argument("--checkpoint-every", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--preset", default="small", help="the chaic network's preset (small, small-partner, ...)")
+    parser.add_argument("--teacher", default="rhp", choices=options_ppo.TEACHERS)
     args = parser.parse_args()
     n = args.num_envs
-    cfg = options_ppo.config(args.env, num_envs=n, minibatch_frames=10 * n, total_frames=n * 20 * args.updates)
+    cfg = options_ppo.config(
+        args.env, preset=args.preset, num_envs=n, minibatch_frames=10 * n, total_frames=n * 20 * args.updates
+    )
     summary = options_ppo.train(
         args.out,
         cfg,
         args.bc_batches,
         args.seed,
+        teacher=args.teacher,
         chunk_updates=5,
         checkpoint_every=args.checkpoint_every,
         eval_episodes=0,

@@ -1,6 +1,6 @@
-"""CHAIC's helper options (issue 38, ``jaxsoc.envs.chaic.options``): names refused, options that end when they
-should (the last action issued, a timeout), masked options never sampled, and (slow) the options view stepped with
-the rules' choices and a short warm start that raises the helper's return on ``normal``."""
+"""CHAIC's helper options (issue 38, ``jaxsoc.envs.chaic.options``): names refused, options that end when they should
+(the last action issued, a timeout, the rules wanting another plan), masked options never sampled, and (slow) the
+options view stepped with the rules' choices and a short warm start that raises the helper's return on ``normal``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import pytest
 
 import jaxsoc
 from jaxsoc.envs.chaic import agents as A
+from jaxsoc.envs.chaic import geometry as G
+from jaxsoc.envs.chaic import observation as O
 from jaxsoc.envs.chaic import options as OP
 from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic import tasks as T
@@ -87,6 +89,13 @@ def test_options_end_after_their_last_action_and_on_timeout(episode):
     late = state.replace(frame=state.frame + A.MAX_EXPLORE_FRAMES + 1)
     _, closed, ended = _decide(going, late, timing)
     assert bool(ended) and bool(closed.done)
+    # interrupted: the rules' wanted plan kind changed since the option's last decision (here it was "follow")
+    assert int(going.want) >= 0 and not bool(_decide(going, state, timing)[2])
+    assert bool(_decide(going.replace(want=jnp.int32(A.FOLLOW)), state, timing)[2])
+    # looking for the child is an option only in shopping; elsewhere it waits once
+    assert OP.option_id("look") == OP.LOOK == 1
+    act, after, ended = _decide(OP.start(mem, OP.LOOK, state), state, timing)
+    assert int(act) == S.WAIT and bool(after.issued)
 
 
 @pytest.mark.slow
@@ -137,3 +146,40 @@ def test_a_short_warm_start_improves_the_option_policys_return(tmp_path):
         return float(np.nanmean(np.asarray(metrics["mean_return"])))
 
     assert episode_return(after) > episode_return(before)
+
+
+def test_the_partner_evidence_is_what_the_helper_sees_the_constrained_agent_hold(episode):
+    """``partner_evidence``: the class of what the constrained agent holds, when it stands in the helper's view just
+    ahead of it; nothing when it stands behind."""
+    state, _ = episode
+    a = state.agents
+    ahead = G.heading_vector(a.heading[S.HELPER])
+    item = int(np.flatnonzero(np.asarray(state.objects.cls) > 0)[0])
+    hands = a.hands.at[S.MAIN].set(jnp.asarray([item, -1], a.hands.dtype))
+    evidence = jax.jit(OP.partner_evidence, static_argnums=1)
+    for offset, expect in ((0.8, True), (-0.8, False)):
+        pos = a.pos.at[S.MAIN].set(a.pos[S.HELPER] + offset * ahead)
+        seen = np.asarray(evidence(state.replace(agents=a.replace(pos=pos, hands=hands)), W.VIEW_DIST))
+        cls = int(state.objects.cls[item])
+        assert seen[cls] == expect and seen.sum() == int(expect)
+
+
+def test_the_partner_presets_read_the_evidence_and_refuse_a_view_without_it():
+    """The ``tiny-partner`` network: changing only ``partner_classes`` changes the fetch pointers' scores; the
+    helper view's observation without it is refused by name; bad teachers are refused."""
+    from jaxsoc.learners.chaic import options_ppo
+
+    space = OP.observation_space()
+    model = registry.build("chaic", registry.network_config("chaic", "tiny-partner", OP.NUM_OPTIONS), space)
+    obs = jax.tree_util.tree_map(lambda x: x[None], jax.jit(space.sample)(jax.random.key(0)))
+    obs["action_mask"] = jnp.ones_like(obs["action_mask"])
+    obs["objects"]["visible"] = jnp.ones_like(obs["objects"]["visible"])
+    variables = jax.jit(model.init)(jax.random.key(1), obs, model.initial_memory(1))
+    with_evidence = dict(obs, partner_classes=jnp.ones_like(obs["partner_classes"]))
+    apply = jax.jit(model.apply)
+    scores = [apply(variables, o, model.initial_memory(1))[0][0, OP.FETCH :] for o in (obs, with_evidence)]
+    assert not np.allclose(*scores)
+    with pytest.raises(ValueError, match="partner_classes"):  # the helper view's observation (CHAIC-*-Helper-v0)
+        registry.build("chaic", model.config, O.observation_space())
+    with pytest.raises(ValueError, match="unknown CHAIC options teacher 'bm'"):
+        options_ppo.train("/nonexistent/run", options_ppo.config(), teacher="bm")

@@ -214,9 +214,11 @@ def test_eval_helpers_are_parsed_with_clear_errors(half_run, tmp_path):
     helper = load_ppo_helper(half_run)
     assert isinstance(helper, A.PolicyHelper) and helper.sees_goal is False and helper.rays == 0
     assert C.parse_helpers(["rhp", f"ppo={half_run}"]) == {"rhp": None, "ppo": str(half_run)}
+    assert C.parse_helpers(["rhp_options"]) == {"rhp_options": None}
     for items, match in (
         (["ppo"], "needs its run"),
         (["rhp=x"], "unknown helper"),
+        (["rhp_options=x"], "unknown helper"),
         (["gpt4"], "unknown helper"),
         (["ppo=a", "ppo=b"], "given twice"),
     ):

@@ -34,13 +34,16 @@ from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic import state as S
 
 HELPERS = ("none", "random", "rhp", "oracle")
+#: every rule-based helper: ``HELPERS`` and ``rhp_options``, the RHP rules acting through the options of
+#: ``envs.chaic.options`` (the ceiling of a policy cloned from them)
+RULE_HELPERS = (*HELPERS, "rhp_options")
 PAPER_ROWS = dict(zip(("none", "random", "rhp", "oracle"), range(4)))  # columns of catalogue.PAPER_TR
 #: learned helpers, ``KIND=RUN`` on the command line: the paper's row each is compared with (``PAPER_HELPER_TR``)
 LEARNED = {"ppo": "rl", "bm": "llm_bm"}
 
 
 def parse_helpers(items: list[str]) -> dict[str, str | None]:
-    """Returns ``{label: run directory or None}`` for ``--helper`` items: a rule-based helper (``HELPERS``, no run)
+    """Returns ``{label: run directory or None}`` for ``--helper`` items: a rule-based helper (``RULE_HELPERS``)
     or a learned one as ``KIND=RUN`` (``LEARNED``; labelled by its kind). Raises ``ValueError`` for an unknown
     helper, a learned kind without a run, or a label given twice."""
     out: dict[str, str | None] = {}
@@ -48,10 +51,9 @@ def parse_helpers(items: list[str]) -> dict[str, str | None]:
         kind, sep, run = item.partition("=")
         if kind in LEARNED and not (sep and run):
             raise ValueError(f"the learned helper {kind!r} needs its run: --helper {kind}=RUN_DIR")
-        if (sep and kind not in LEARNED) or (not sep and kind not in HELPERS):
-            raise ValueError(
-                f"unknown helper {item!r}; choose from {list(HELPERS)} or {', '.join(k + '=RUN' for k in LEARNED)}"
-            )
+        if (sep and kind not in LEARNED) or (not sep and kind not in RULE_HELPERS):
+            choices = f"{list(RULE_HELPERS)} or {', '.join(k + '=RUN' for k in LEARNED)}"
+            raise ValueError(f"unknown helper {item!r}; choose from {choices}")
         if kind in out:
             raise ValueError(f"helper {kind!r} given twice")
         out[kind] = run or None
@@ -102,6 +104,14 @@ def _budget(max_events: int | None) -> dict:
     return {"max_events": max_events} if max_events else {}
 
 
+def rule_helper(name: str):
+    """Returns the agent of the rule-based helper ``name`` (``RULE_HELPERS``)."""
+    from jaxsoc.envs.chaic import agents as A
+    from jaxsoc.envs.chaic import options as OP
+
+    return OP.OptionExpertHelper() if name == "rhp_options" else A.make_agent(name)
+
+
 @functools.lru_cache(maxsize=16)
 def _player(helper: str, max_events: int | None):
     """Returns ``play.make_player`` for the constrained agent and the rule-based ``helper``, built once per process
@@ -109,7 +119,7 @@ def _player(helper: str, max_events: int | None):
     from jaxsoc.envs.chaic import agents as A
     from jaxsoc.envs.chaic import play as P
 
-    return P.make_player(A.make_agent("main"), A.make_agent(helper), **_budget(max_events))
+    return P.make_player(A.make_agent("main"), rule_helper(helper), **_budget(max_events))
 
 
 def evaluate(
@@ -394,15 +404,15 @@ def cmd_render(args) -> int:
     from jaxsoc.envs.chaic import tasks as T
     from jaxsoc.envs.chaic import world as W
 
-    if args.helper not in HELPERS:
-        raise ValueError(f"unknown helper {args.helper!r}; choose from {list(HELPERS)}")
+    if args.helper not in RULE_HELPERS:
+        raise ValueError(f"unknown helper {args.helper!r}; choose from {list(RULE_HELPERS)}")
     require_positive(args, "events", "frame_step", "size", "fps")
     task_set = T.make_split(_tasks([args.task])[0], args.split, args.seed)
     if not 0 <= args.episode < len(task_set):
         raise ValueError(f"--episode must be in [0, {len(task_set)}), got {args.episode}")
     state = jax.tree_util.tree_map(lambda x: x[args.episode], task_set.states)
     run = jax.jit(rollout, static_argnums=(1, 2, 4))
-    states = run(state, A.make_agent("main"), A.make_agent(args.helper), jax.random.key(args.seed), args.events)
+    states = run(state, A.make_agent("main"), rule_helper(args.helper), jax.random.key(args.seed), args.events)
     frames = np.asarray(states.frame)
     keep = np.flatnonzero(np.diff(frames // args.frame_step, prepend=-1) > 0)  # one image per frame_step frames
     shown = jax.tree_util.tree_map(lambda x: x[keep], states)
@@ -484,7 +494,7 @@ def add_parser(sub) -> None:
         "--helper",
         nargs="+",
         default=list(HELPERS),
-        help=f"any of {', '.join(HELPERS)}, and learned ones as {' '.join(k + '=RUN' for k in LEARNED)}",
+        help=f"any of {', '.join(RULE_HELPERS)}, and learned ones as {' '.join(k + '=RUN' for k in LEARNED)}",
     )
     evaluate_.add_argument("--tasks", nargs="+", default=["all"], help=f"{', '.join(K.TASKS)} or all")
     evaluate_.add_argument("--split", choices=["train", "test"], default="test")

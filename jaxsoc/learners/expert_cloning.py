@@ -47,17 +47,18 @@ def bc_loss(model: nn.Module, params: Any, obs: dict, mask: jax.Array, expert: j
     return loss, metrics
 
 
-def expert_rollout(env: Environment, params: Any, key: jax.Array, carry: tuple, num_steps: int):
+def expert_rollout(env: Environment, params: Any, key: jax.Array, carry: tuple, num_steps: int, label=None):
     """Returns ``(carry, (obs, mask, expert))``: ``num_steps`` steps of a batch of worlds of ``env`` following
     the expert's choices, the state's ``expert`` field (HP_TG's subgoals in the household's ``HybridState``, the
     RHP rules' options in CHAIC's ``OptionsState``), from ``carry = (obs, states, done)`` (``done`` bool[N]: the
     last frame ended the episode); ``obs`` arrays ``[T, N, ...]`` the observations the choices were made on,
-    ``mask`` float32[T, N] ``1 - done`` of the previous frame, ``expert`` int32[T, N]."""
+    ``mask`` float32[T, N] ``1 - done`` of the previous frame, ``expert`` int32[T, N]. ``label``: a function of
+    the batched states returning int32[N], the choices to follow instead of ``states.expert``."""
     env_step = batched_step(env)
 
     def body(carry, k):
         obs, states, done = carry
-        expert = states.expert
+        expert = states.expert if label is None else label(states)
         new_obs, states, _, terminated, truncated, _ = env_step(k, states, expert, params)
         return (new_obs, states, terminated | truncated), (obs, 1.0 - done.astype(jnp.float32), expert)
 

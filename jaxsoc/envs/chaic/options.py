@@ -5,28 +5,34 @@
 
 **Options** share the primitive action layout (``NUM_OPTIONS = state.NUM_ACTIONS``), so the ``chaic`` network's
 pointer heads score the object options: ``EXPLORE`` (id 0: walk to the nearest unexplored viewpoint and look
-around), ``FOLLOW`` (2: walk to where the child was last seen, shopping), ``WAIT`` (3: one wait), ``PUT_IN`` (4:
-put the held item in the held container), ``GOAL`` (5: walk to the goal place and put on until nothing is left to
-put), ``FETCH + i`` (``7 + i``: walk to object ``i`` and pick it up), ``REMOVE + i`` (``55 + i``: walk to obstacle
-``i`` and remove it). Ids 1 and 6 are never valid. ``option_id(name, obj)`` names them.
+around), ``LOOK`` (1: turn a full circle looking for the child, shopping), ``FOLLOW`` (2: walk to where the child
+was last seen, shopping), ``WAIT`` (3: one wait), ``PUT_IN`` (4: put the held item in the held container), ``GOAL``
+(5: walk to the goal place and put on until nothing is left to put), ``FETCH + i`` (``7 + i``: walk to object ``i``
+and pick it up), ``REMOVE + i`` (``55 + i``: walk to obstacle ``i`` and remove it). Id 6 is never valid.
+``option_id(name, obj)`` names them.
 
 **Ending.** An option runs while the helper is ready (one decision per finished action) and ends, at the first
 decision after: its last action was issued (the pick-up, the removal, the put-in, the wait, the last turn of a look
-around, a follow that reached the child), it is no longer valid (the object gone or unreachable, nothing left to
-put), or it timed out (``agents.MAX_EXPLORE_FRAMES`` for exploring and following, ``agents.MAX_MOVE_FRAMES``
-otherwise; a timed-out fetch marks its object failed, as the rules do). An option invalid at its first decision
-waits once instead, so every step moves the world on.
+around or for the child, a follow that reached the child), it is no longer valid (the object gone or unreachable,
+nothing left to put), it is **interrupted** (the RHP rules' priority list now wants another kind of plan than it
+wanted at the option's previous decision: something worth fetching came into view, an obstacle to remove, the child
+ran off or was lost; a ``GOAL`` or ``REMOVE`` option only for the child, as the rules keep those plans), or it timed
+out (``agents.MAX_EXPLORE_FRAMES`` for exploring and following, ``MAX_FOLLOW_FRAMES`` for looking,
+``agents.MAX_MOVE_FRAMES`` otherwise; a timed-out fetch marks its object failed, as the rules do). An option invalid
+at its first decision waits once instead, so every step moves the world on.
 
 **A step** is one option: a fixed-length ``lax.scan`` of ``OPTION_EVENTS`` world events (the constrained agent
 acting whenever ready) with a done mask; the events after the option ended (or the episode) change nothing. An
 option still running after them is continued by the next step when the policy chooses it again (else replaced).
 
-**Observation**: the helper's (``observation.observe``, no goal) with ``objects`` from its *memory* (every object
-it knows, at its remembered position; ``where`` only for those in view) and ``action_mask`` bool[NUM_OPTIONS] the
-valid options. **Reward**: the helper's own deliveries (its transported share of the task, ``play.transported_by``),
-or with ``shared_reward`` the shared transport reward of ``env.ChaicHelperEnv``. No shaping (the true goal is
-never read). The state carries ``expert``: the RHP rules' choice for the current decision (the plan the priority
-list wants, as an option; ``PUT_IN`` whenever possible), for behaviour cloning.
+**Observation**: the helper's (``observation.observe``, no goal) with ``objects`` from its *memory* (every object it
+knows, at its remembered position; ``where`` only for those in view), ``action_mask`` bool[NUM_OPTIONS] the valid
+options, and ``partner_classes`` float32[NUM_CLASSES], a partner model's evidence: the classes it has seen the
+constrained agent handle (``partner_evidence``, accumulated at its decisions). **Reward**: the helper's own
+deliveries (its transported share of the task, ``play.transported_by``), or with ``shared_reward`` the shared
+transport reward of ``env.ChaicHelperEnv``. No shaping (the true goal is never read). The state carries ``expert``:
+the RHP rules' choice for the current decision (the plan the priority list wants, as an option; ``PUT_IN`` whenever
+possible), for behaviour cloning.
 """
 
 from __future__ import annotations
@@ -47,11 +53,11 @@ from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic import world as W
 from jaxsoc.envs.chaic.play import transported_by
 
-EXPLORE, FOLLOW, WAIT, PUT_IN, GOAL = 0, 2, 3, 4, 5
+EXPLORE, LOOK, FOLLOW, WAIT, PUT_IN, GOAL = 0, 1, 2, 3, 4, 5
 FETCH, REMOVE = S.PICK, S.REMOVE
 NUM_OPTIONS = S.NUM_ACTIONS
-OPTION_NAMES = ("explore", "follow", "wait", "put_in", "goal", "fetch", "remove")
-_SIMPLE = {"explore": EXPLORE, "follow": FOLLOW, "wait": WAIT, "put_in": PUT_IN, "goal": GOAL}
+OPTION_NAMES = ("explore", "look", "follow", "wait", "put_in", "goal", "fetch", "remove")
+_SIMPLE = {"explore": EXPLORE, "look": LOOK, "follow": FOLLOW, "wait": WAIT, "put_in": PUT_IN, "goal": GOAL}
 OPTION_EVENTS = 48  # world events per step at most
 
 
@@ -72,19 +78,26 @@ def option_id(name: str, obj: int | None = None) -> int:
 class OptionMemory(struct.PyTreeNode):
     """The helper's option memory: ``agent`` (``agents.AgentMemory`` of an RHP helper: perception and the plan it
     executes), ``option`` int32 (the running option), ``acted`` bool (it issued an action), ``issued`` bool (its
-    last action was issued), ``done`` bool (it ended)."""
+    last action was issued), ``done`` bool (it ended), ``want`` int32 (the plan kind the rules wanted at its last
+    decision, ``agents.PLAN_NAMES``: a change interrupts it), ``partner_classes`` float32[NUM_CLASSES] (1 for
+    each class the helper has seen the constrained agent hold or pick up or put: ``partner_evidence``)."""
 
     agent: A.AgentMemory
     option: jax.Array
     acted: jax.Array
     issued: jax.Array
     done: jax.Array
+    want: jax.Array
+    partner_classes: jax.Array
 
 
 def init_memory(state: S.State) -> OptionMemory:
     """Returns a fresh ``OptionMemory`` for the helper in ``state`` (no option running: the first step starts one)."""
     agent = A.RuleAgent("rhp").init(jax.random.key(0), state, S.HELPER)
-    return OptionMemory(agent, jnp.int32(WAIT), jnp.bool_(False), jnp.bool_(False), jnp.bool_(True))
+    no_evidence = jnp.zeros(K.NUM_CLASSES, jnp.float32)
+    return OptionMemory(
+        agent, jnp.int32(WAIT), jnp.bool_(False), jnp.bool_(False), jnp.bool_(True), jnp.int32(-1), no_evidence
+    )
 
 
 def start(mem: OptionMemory, option: jax.Array, state: S.State) -> OptionMemory:
@@ -98,22 +111,40 @@ def start(mem: OptionMemory, option: jax.Array, state: S.State) -> OptionMemory:
         plan_view=jnp.where(fresh, -1, agent.plan_view).astype(jnp.int32),
     )
     keep = ~fresh
-    return OptionMemory(agent, option, mem.acted & keep, mem.issued & keep, jnp.bool_(False))
+    return mem.replace(
+        agent=agent, option=option, acted=mem.acted & keep, issued=mem.issued & keep, done=jnp.bool_(False)
+    )
+
+
+def partner_evidence(state: S.State, view_dist: float) -> jax.Array:
+    """Returns ``bool[NUM_CLASSES]``: the classes the helper sees the constrained agent handle now (in its hands,
+    or the object of its current pick-up or put), all False when it does not see it. The constrained agent
+    handles its goal's targets (and containers), so this is what a partner model reads of its goal."""
+    a, obj = state.agents, state.objects
+    seen = W.visible_agents(state, S.HELPER, view_dist)[S.MAIN]
+    hands = a.hands[S.MAIN]
+    _, target = S.decode_action(W.stored_action(a.action[S.MAIN]))
+    handled = jnp.concatenate([hands, target[None]])
+    cls = jnp.where(handled >= 0, obj.cls[jnp.maximum(handled, 0)], 0)
+    return jnp.zeros(K.NUM_CLASSES, bool).at[cls].set(handled >= 0) & seen
+
+
+def _shopping(state: S.State) -> jax.Array:
+    return (state.task == K.TASK["shopping"]) & state.agents.active[S.CHILD]
 
 
 def _follow_ok(state: S.State, sit: dict, mem: A.AgentMemory) -> jax.Array:
-    shopping = (state.task == K.TASK["shopping"]) & state.agents.active[S.CHILD]
-    return shopping & jnp.isfinite(sit["child_len"]) & ~mem.child_lost
+    return _shopping(state) & jnp.isfinite(sit["child_len"]) & ~mem.child_lost
 
 
 def valid_options(mem: A.AgentMemory, state: S.State, sit: dict) -> jax.Array:
     """Returns ``bool[NUM_OPTIONS]``: the options that may start now for the helper of ``mem`` (perceived) with
     ``agents._situation`` ``sit``: explore and wait always; follow in shopping while the child is known; put in
-    when possible; the goal place when holding something and the goal place is known and reachable; fetch a known
-    free pickable object a free hand can take; remove a known obstacle."""
+    when possible; look for the child in shopping; the goal place when holding something and the goal place is
+    known and reachable; fetch a known free pickable object a free hand can take; remove a known obstacle."""
     mask = jnp.zeros(NUM_OPTIONS, bool)
     mask = mask.at[EXPLORE].set(True).at[WAIT].set(True)
-    mask = mask.at[FOLLOW].set(_follow_ok(state, sit, mem))
+    mask = mask.at[FOLLOW].set(_follow_ok(state, sit, mem)).at[LOOK].set(_shopping(state))
     mask = mask.at[PUT_IN].set(sit["put_in"])
     mask = mask.at[GOAL].set(sit["has_put"] & sit["goal_ok"])
     mask = mask.at[FETCH : FETCH + S.MAX_OBJECTS].set(sit["pick_cand"])
@@ -124,6 +155,7 @@ def _decide(mem: OptionMemory, state: S.State, timing: W.Timing):
     """Returns ``(action int32, mem, ended bool)`` at a decision of the helper (it is ready): ``ended`` when the
     running option is over (then ``action`` is to be ignored and ``mem`` has it closed), else its next action."""
     agent = A.perceive(mem.agent, state, timing)
+    evidence = jnp.maximum(mem.partner_classes, partner_evidence(state, timing.view_dist))
     sit = A._situation(agent, state)
     opt = mem.option
     kind = jnp.select([opt >= REMOVE, opt >= FETCH], [REMOVE, FETCH], opt)
@@ -140,12 +172,21 @@ def _decide(mem: OptionMemory, state: S.State, timing: W.Timing):
     pv = jnp.maximum(agent.plan_view, 0)
     view_ok = (agent.plan_view >= 0) & ~agent.explored[pv] & jnp.isfinite(sit["view_len"][pv])
     valid = jnp.where(kind == EXPLORE, view_ok | (agent.scan_left > 0), valid)
-    limit = jnp.where((kind == EXPLORE) | (kind == FOLLOW), A.MAX_EXPLORE_FRAMES, A.MAX_MOVE_FRAMES)
-    timed_out = state.frame - agent.plan_start > limit
-    ended = mem.done | mem.issued | ((~valid | timed_out) & mem.acted)
+    scanning = (kind == LOOK) & (agent.scan_left > 0)
+    valid = jnp.where(kind == LOOK, valid & ((agent.scan_left < 0) | scanning), valid)
+    walks = (kind == EXPLORE) | (kind == FOLLOW)
+    limit = jnp.select([walks, kind == LOOK], [A.MAX_EXPLORE_FRAMES, A.MAX_FOLLOW_FRAMES], A.MAX_MOVE_FRAMES)
+    looking_around = (kind == EXPLORE) & (agent.scan_left > 0)  # a look around, once started, is finished
+    timed_out = (state.frame - agent.plan_start > limit) & ~looking_around
+    # interrupted: the rules now want another kind of plan (GOAL and REMOVE kept but for the child), as they switch
+    want = A._rules_want(agent, state, sit)[0]
+    urgent = (want == A.FOLLOW) | (want == A.LOOK)
+    sticky = (kind == GOAL) | (kind == REMOVE)
+    interrupted = (want != mem.want) & (~sticky | urgent)
+    ended = mem.done | mem.issued | ((~valid | timed_out | interrupted) & mem.acted)
     plan = jnp.select(
-        [kind == EXPLORE, kind == GOAL, kind == FETCH, kind == REMOVE, kind == FOLLOW],
-        [A.EXPLORE, A.GOAL, A.FETCH_TARGET, A.REMOVE, A.FOLLOW],
+        [kind == EXPLORE, kind == GOAL, kind == FETCH, kind == REMOVE, kind == FOLLOW, kind == LOOK],
+        [A.EXPLORE, A.GOAL, A.FETCH_TARGET, A.REMOVE, A.FOLLOW, A.LOOK],
         A.NO_PLAN,
     )
     agent = agent.replace(plan=plan.astype(jnp.int32), plan_obj=jnp.where(kind >= FETCH, obj, -1).astype(jnp.int32))
@@ -158,19 +199,22 @@ def _decide(mem: OptionMemory, state: S.State, timing: W.Timing):
     act = jnp.where(fallback, S.WAIT, act).astype(jnp.int32)
     near_child = jnp.linalg.norm(sit["src"] - sit["child_pos"]) <= A.CHILD_NEAR
     last = jnp.select(
-        [kind == FETCH, kind == REMOVE, kind == EXPLORE, kind == FOLLOW, kind == GOAL],
+        [kind == FETCH, kind == REMOVE, (kind == EXPLORE) | (kind == LOOK), kind == FOLLOW, kind == GOAL],
         [act == S.PICK + obj, act == S.REMOVE + obj, running.scan_left == 0, near_child, jnp.bool_(False)],
         jnp.bool_(True),  # put in, wait
     )
-    going = OptionMemory(running, opt, jnp.bool_(True), last | fallback, jnp.bool_(False))
-    over = OptionMemory(closed.replace(plan=jnp.int32(A.NO_PLAN)), opt, mem.acted, mem.issued, jnp.bool_(True))
+    going = OptionMemory(running, opt, jnp.bool_(True), last | fallback, jnp.bool_(False), want, evidence)
+    over = mem.replace(agent=closed.replace(plan=jnp.int32(A.NO_PLAN)), done=True, want=want, partner_classes=evidence)
     return act, _select_tree(ended, over, going), ended
 
 
-def expert_option(mem: A.AgentMemory, state: S.State) -> jax.Array:
+def expert_option(mem: A.AgentMemory, state: S.State, knows_goal: bool = False) -> jax.Array:
     """Returns ``int32``: the RHP rules' option for the helper of ``mem`` (perceived) now: ``PUT_IN`` when
-    possible, else the plan the priority list wants (``agents._rules_want``; looking for the child: ``WAIT``),
-    falling back to ``EXPLORE`` where that option is not valid."""
+    possible, else the plan the priority list wants (``agents._rules_want``), falling back to ``EXPLORE`` where
+    that option is not valid. ``knows_goal``: the rules told the true goal (``state.goal_count``: they fetch only
+    what is still needed) while perceiving only what the helper perceives, a privileged teacher for cloning."""
+    if knows_goal:
+        mem = mem.replace(goal_count=state.goal_count.astype(jnp.int8), knows_goal=jnp.bool_(True))
     sit = A._situation(mem, state)
     want, obj, _, _ = A._rules_want(mem, state, sit)
     opt = jnp.select(
@@ -180,8 +224,9 @@ def expert_option(mem: A.AgentMemory, state: S.State) -> jax.Array:
             (want == A.FETCH_TARGET) | (want == A.FETCH_CONTAINER),
             want == A.REMOVE,
             want == A.FOLLOW,
+            want == A.LOOK,
         ],
-        [EXPLORE, GOAL, FETCH + jnp.maximum(obj, 0), REMOVE + jnp.maximum(obj, 0), FOLLOW],
+        [EXPLORE, GOAL, FETCH + jnp.maximum(obj, 0), REMOVE + jnp.maximum(obj, 0), FOLLOW, LOOK],
         WAIT,
     )
     mask = valid_options(mem, state, sit)
@@ -189,8 +234,9 @@ def expert_option(mem: A.AgentMemory, state: S.State) -> jax.Array:
     return jnp.where(mask[opt], opt, EXPLORE).astype(jnp.int32)
 
 
-def observe(mem: A.AgentMemory, state: S.State, params: E.ChaicParams) -> dict:
-    """Returns the helper's observation (module docstring) from its perceived memory ``mem``."""
+def observe(options: OptionMemory, state: S.State, params: E.ChaicParams) -> dict:
+    """Returns the helper's observation (module docstring) from its option memory (perceived)."""
+    mem = options.agent
     obs = O.observe(state, S.HELPER, params.sees_goal[S.HELPER], params.timing.view_dist, params.rays)
     vis = obs["objects"]["visible"]
     known = mem.seen & (state.objects.cls > 0)
@@ -203,13 +249,20 @@ def observe(mem: A.AgentMemory, state: S.State, params: E.ChaicParams) -> dict:
         "where": jnp.where(vis, obs["objects"]["where"], 0).astype(jnp.int8),
     }
     obs["action_mask"] = valid_options(mem, state, A._situation(mem, state))
+    obs["partner_classes"] = options.partner_classes
     return obs
 
 
 def observation_space(rays: int = 0) -> spaces.Dict:
     """Returns the observation space (``observation.observation_space`` with ``action_mask`` over the options)."""
     space = O.observation_space(rays)
-    return spaces.Dict({**space.spaces, "action_mask": spaces.Box(0, 1, (NUM_OPTIONS,), jnp.bool_)})
+    return spaces.Dict(
+        {
+            **space.spaces,
+            "action_mask": spaces.Box(0, 1, (NUM_OPTIONS,), jnp.bool_),
+            "partner_classes": spaces.Box(0.0, 1.0, (K.NUM_CLASSES,), jnp.float32),
+        }
+    )
 
 
 class OptionsState(struct.PyTreeNode):
@@ -250,7 +303,7 @@ class ChaicOptionsEnv(Environment):
         return E.params_for(self.task)
 
     def _observe(self, state: OptionsState, params) -> dict:
-        return observe(state.helper.agent, state.world, params)
+        return observe(state.helper, state.world, params)
 
     def reset_env(self, key, params):
         k_task, k_main = jax.random.split(key)
@@ -341,7 +394,7 @@ class OptionPolicyHelper:
     def act(self, key: jax.Array, memory: dict, state: S.State, timing: W.Timing = A.DEFAULT_TIMING):
         """Returns ``(action int32, memory)``: the running option's next action, or the first of a new one."""
         act, mem, ended = _decide(memory["options"], state, timing)
-        obs = observe(mem.agent, state, self.env_params.replace(timing=timing))
+        obs = observe(mem, state, self.env_params.replace(timing=timing))
         k_next, k_choose = jax.random.split(memory["key"])
         option, net = self.choose(self.params, memory["net"], obs, k_choose)
         new_act, new_mem, _ = _decide(start(mem, option, state), state, timing)
@@ -349,3 +402,18 @@ class OptionPolicyHelper:
         mem = _select_tree(ended, new_mem, mem)
         net = _select_tree(ended, net, memory["net"])
         return act.astype(jnp.int32), {"options": mem, "net": net, "key": k_next}
+
+
+class OptionExpertHelper:
+    """The RHP rules acting through the options (``expert_option`` chooses each option, ``_decide`` carries it out):
+    the ceiling a policy cloned from them reaches on this action space (``jaxsoc chaic eval --helper rhp_options``)."""
+
+    def init(self, key: jax.Array, state: S.State, agent: int | jax.Array = S.HELPER) -> OptionMemory:
+        """Returns a fresh ``OptionMemory`` (``init_memory``)."""
+        return init_memory(state)
+
+    def act(self, key: jax.Array, memory: OptionMemory, state: S.State, timing: W.Timing = A.DEFAULT_TIMING):
+        """Returns ``(action int32, memory)``: the running option's next action, or the first of the rules' next."""
+        act, mem, ended = _decide(memory, state, timing)
+        new_act, new_mem, _ = _decide(start(mem, expert_option(mem.agent, state), state), state, timing)
+        return jnp.where(ended, new_act, act).astype(jnp.int32), _select_tree(ended, new_mem, mem)

@@ -2,8 +2,10 @@
 start on the RHP rules' options, the household Hybrid's pattern (``learners.expert_cloning``'s ``bc_loss`` and
 ``expert_rollout``, which the Hybrid's warm start uses too).
 
-``train(out, ...)`` clones the expert's choices (``OptionsState.expert``) for ``bc_batches`` fresh batches of
-``num_envs x num_steps`` options (``bc_epochs`` Adam steps each), writes ``bc.csv``, then runs an ordinary PPO run
+``train(out, ...)`` clones the expert's choices for ``bc_batches`` fresh batches of ``num_envs x num_steps`` options
+(``bc_epochs`` Adam steps each; ``teacher``: ``"rhp"`` the RHP rules, ``OptionsState.expert``, or ``"goal"`` the
+same rules told the true goal, ``options.expert_option(knows_goal=True)``, a privileged teacher whose choices a
+policy can only match by reading the partner), writes ``bc.csv`` and ``warm_start.json``, then runs an ordinary PPO run
 (``rl_run.train_rl``, the ``chaic`` network, advantages normalised) from the cloned parameters into ``out``, so
 ``load_ppo_helper(out)`` and ``jaxsoc chaic eval --helper ppo=OUT`` read it like any CHAIC PPO run.
 """
@@ -11,6 +13,7 @@ start on the RHP rules' options, the household Hybrid's pattern (``learners.expe
 from __future__ import annotations
 
 import functools
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxsoc.envs.chaic.options import expert_option
 from jaxsoc.learners.expert_cloning import bc_loss, expert_rollout
 from jaxsoc.learners.ppo import PPOConfig, trainer_for
 from jaxsoc.learners.rl_run import train_rl
@@ -46,10 +50,23 @@ def config(env_id: str = "CHAIC-All-Options-v0", **overrides: Any) -> PPOConfig:
     return PPOConfig(**{**base, **overrides})
 
 
-def warm_start(cfg: PPOConfig, key: jax.Array, batches: int, epochs: int = 4, lr: float = 1e-3, log=None):
+TEACHERS = ("rhp", "goal")
+
+
+def _goal_teacher(states):
+    return jax.vmap(lambda s: expert_option(s.helper.agent, s.world, knows_goal=True))(states)
+
+
+def warm_start(
+    cfg: PPOConfig, key: jax.Array, batches: int, epochs: int = 4, lr: float = 1e-3, log=None, teacher: str = "rhp"
+):
     """Returns ``(params, rows)``: the policy's initial parameters (seed ``key``) after ``batches`` batches of
-    ``cfg.num_envs x cfg.num_steps`` expert options with ``epochs`` Adam steps each; ``rows`` one dict per batch
-    (``batch``, ``options``, ``seconds``, ``loss``, ``accuracy``, ``entropy`` of the batch before its steps)."""
+    ``cfg.num_envs x cfg.num_steps`` options of ``teacher`` (``TEACHERS``, module docstring) with ``epochs`` Adam
+    steps each; ``rows`` one dict per batch (``batch``, ``options``, ``seconds``, ``loss``, ``accuracy``,
+    ``entropy`` of the batch before its steps). Raises ``ValueError`` for an unknown teacher."""
+    if teacher not in TEACHERS:
+        raise ValueError(f"unknown CHAIC options teacher {teacher!r}; choose from {list(TEACHERS)}")
+    label = _goal_teacher if teacher == "goal" else None
     tr = trainer_for(cfg)
     params = tr.init(key).params
     tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr))
@@ -58,7 +75,7 @@ def warm_start(cfg: PPOConfig, key: jax.Array, batches: int, epochs: int = 4, lr
 
     @jax.jit
     def program(params, opt_state, carry, key):
-        carry, (obs, mask, expert) = expert_rollout(tr.env, tr.env_params, key, carry, cfg.num_steps)
+        carry, (obs, mask, expert) = expert_rollout(tr.env, tr.env_params, key, carry, cfg.num_steps, label)
 
         def epoch(state, _):
             params, opt_state = state
@@ -84,9 +101,13 @@ def warm_start(cfg: PPOConfig, key: jax.Array, batches: int, epochs: int = 4, lr
     return params, rows
 
 
-def train(out: str | Path, cfg: PPOConfig, bc_batches: int = 40, seed: int = 0, **run_kw: Any) -> dict[str, Any]:
-    """Warm start (``bc_batches``; 0: none) then PPO into ``out`` (module docstring); returns ``train_rl``'s
-    summary with ``bc`` (the last batch's row). ``run_kw`` go to ``train_rl``."""
+def train(
+    out: str | Path, cfg: PPOConfig, bc_batches: int = 40, seed: int = 0, teacher: str = "rhp", **run_kw: Any
+) -> dict[str, Any]:
+    """Warm start (``bc_batches``; 0: none) on ``teacher``'s options then PPO into ``out`` (module docstring);
+    returns ``train_rl``'s summary with ``bc`` (the last batch's row). ``run_kw`` go to ``train_rl``."""
+    if teacher not in TEACHERS:
+        raise ValueError(f"unknown CHAIC options teacher {teacher!r}; choose from {list(TEACHERS)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     params, rows = None, []
@@ -99,8 +120,11 @@ def train(out: str | Path, cfg: PPOConfig, bc_batches: int = 40, seed: int = 0, 
             with csv.open("a") as f:
                 f.write(",".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in row.values()) + "\n")
 
-        params, rows = warm_start(cfg, jax.random.fold_in(jax.random.key(seed), 1), bc_batches, log=log)
+        params, rows = warm_start(
+            cfg, jax.random.fold_in(jax.random.key(seed), 1), bc_batches, log=log, teacher=teacher
+        )
         params = jax.device_get(params)
+        (out / "warm_start.json").write_text(json.dumps({"teacher": teacher, "batches": bc_batches, **rows[-1]}))
     summary = train_rl(cfg, out, seed=seed, init_params=params, **run_kw)
     if rows:
         summary["bc"] = rows[-1]

@@ -14,6 +14,9 @@ importing the learners starts no jax backend (``jax.distributed.initialize`` nee
   action is about, status, hands), of the child, of the goal place, and the goal counts (zeros for a helper that is
   not told the goal).
 - optionally (``rays > 0``) the ray-cast image: depth and semantic class per ray, through two 1-D convolutions.
+- optionally (``partner_classes``; the options view, ``envs.chaic.options``) a partner model's evidence,
+  ``obs["partner_classes"]`` float32[NUM_CLASSES] (the classes the constrained agent was seen to handle): the vector
+  joins the agent vector and each object token gets its class's entry, so the pointers can prefer those objects.
 
 The pooled objects, the agent vector (and the image code) go through a ReLU layer and a GRU. The value is a linear
 head on the GRU state. The actor scores the 7 actions without an object (move, turns, wait, put in, put on,
@@ -56,6 +59,7 @@ class ChaicConfig:
         rays: 0 (no image), else the number of depth / semantic rays the observation must carry.
         mask_actions: invalid actions (``obs["action_mask"]``) get probability 0.
         num_actions: actor outputs (``state.NUM_ACTIONS``).
+        partner_classes: read ``obs["partner_classes"]`` (module docstring).
     """
 
     embed: int = 16
@@ -64,6 +68,7 @@ class ChaicConfig:
     rays: int = 0
     mask_actions: bool = True
     num_actions: int = S.NUM_ACTIONS
+    partner_classes: bool = False
 
     def __post_init__(self) -> None:
         for name in ("embed", "hidden", "memory_dim"):
@@ -76,6 +81,7 @@ class ChaicConfig:
 
 
 PRESETS = {"small": ChaicConfig(), "tiny": ChaicConfig(embed=8, hidden=32, memory_dim=32)}
+PRESETS.update({f"{name}-partner": dataclasses.replace(c, partner_classes=True) for name, c in list(PRESETS.items())})
 
 
 def _one_hot(x: jax.Array, n: int) -> jax.Array:
@@ -110,12 +116,16 @@ class ChaicPolicy(nn.Module):
         """Returns ``()``: nothing is constant within an episode."""
         return ()
 
-    def tokens(self, objects: dict) -> jax.Array:
-        """Returns ``float32[B, N, hidden]``: each object slot embedded alone."""
+    def tokens(self, objects: dict, evidence: jax.Array | None = None) -> jax.Array:
+        """Returns ``float32[B, N, hidden]``: each object slot embedded alone (with ``evidence`` float32[B, C], its
+        class's entry)."""
         rel = objects["rel_pos"].astype(jnp.float32) / 8.0
+        cls = objects["cls"].astype(jnp.int32)
+        extra = [] if evidence is None else [jnp.take_along_axis(evidence, cls, -1)[..., None]]
         features = jnp.concatenate(
             [
-                self.classes(objects["cls"].astype(jnp.int32)),
+                *extra,
+                self.classes(cls),
                 _one_hot(objects["where"], len(S.WHERE_NAMES)),
                 rel,
                 jnp.linalg.norm(rel, axis=-1, keepdims=True),
@@ -158,6 +168,8 @@ class ChaicPolicy(nn.Module):
             scalar("goal_height"),
             obs["goal"].astype(jnp.float32) / 4.0,
         ]
+        if self.config.partner_classes:
+            parts.append(obs["partner_classes"].astype(jnp.float32))
         return jnp.concatenate(parts, -1)
 
     def image(self, obs: dict) -> jax.Array:
@@ -172,7 +184,8 @@ class ChaicPolicy(nn.Module):
     def step(self, obs: dict, context: tuple, memory: dict, train: bool = False):
         """Returns ``(log_probs float32[B, NUM_ACTIONS], value float32[B], memory)``."""
         c = self.config
-        tokens = self.tokens(obs["objects"])
+        evidence = obs["partner_classes"].astype(jnp.float32) if c.partner_classes else None
+        tokens = self.tokens(obs["objects"], evidence)
         visible = obs["objects"]["visible"].astype(bool)
         parts = [masked_pool(tokens, visible), self.agent_vector(obs)]
         if c.rays:
@@ -200,6 +213,11 @@ def check(config: ChaicConfig, space) -> None:
     needed = {"objects", "pose", "partner_pose", "action_mask"}
     if not needed <= keys:
         raise ValueError(f"the chaic network needs a CHAIC observation (keys {sorted(needed)}), got {sorted(keys)}")
+    if config.partner_classes and "partner_classes" not in keys:
+        raise ValueError(
+            "the chaic network with partner_classes needs obs['partner_classes'] (the options view, "
+            "CHAIC-<Task>-Options-v0)"
+        )
     if config.rays:
         depth = space.spaces.get("depth")
         if depth is None or tuple(depth.shape) != (config.rays,):
