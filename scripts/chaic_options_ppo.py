@@ -1,7 +1,8 @@
 """Trains CHAIC's options helper (issue 38): behaviour cloning of the RHP rules' options (``--teacher goal``: the
 rules told the true goal), then PPO (``jaxsoc.learners.chaic.options_ppo``). Usage:
 ``python scripts/chaic_options_ppo.py OUT [--bc-batches 40] [--updates 1000] [--num-envs 32] [--checkpoint-every 5]
-[--preset small|small-partner] [--teacher rhp|goal]``; interrupting it keeps the last checkpoint."""
+[--preset small|small-partner] [--teacher rhp|goal] [--resume]``; every checkpoint is kept (for
+``scripts/chaic_options_tr_curve.py``), and interrupting it keeps the last."""
 
 import argparse
 
@@ -19,6 +20,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--preset", default="small", help="the chaic network's preset (small, small-partner, ...)")
     parser.add_argument("--teacher", default="rhp", choices=options_ppo.TEACHERS)
+    parser.add_argument("--resume", action="store_true", help="continue OUT's PPO to --updates in all (no warm start)")
     args = parser.parse_args()
     n = args.num_envs
     cfg = options_ppo.config(
@@ -27,11 +29,13 @@ def main() -> None:
     summary = options_ppo.train(
         args.out,
         cfg,
-        args.bc_batches,
+        0 if args.resume else args.bc_batches,
         args.seed,
         teacher=args.teacher,
+        resume=args.resume,
         chunk_updates=5,
         checkpoint_every=args.checkpoint_every,
+        keep_checkpoints=None,  # every one, for scripts/chaic_options_tr_curve.py
         eval_episodes=0,
     )
     print(summary)

@@ -3,11 +3,10 @@ of ``CHECKPOINTS`` (a run's ``checkpoints/`` or a copy holding more steps than t
 helper on the test episodes of every task (``jaxsoc chaic eval``'s ``evaluate``; ``--seeds`` runs each), and the
 mean TR over the tasks is written to ``OUT.csv`` and plotted in ``OUT.png`` beside the rule helpers' means in
 ``--baselines`` (a ``chaic_eval.json``). Usage: ``python scripts/chaic_options_tr_curve.py RUN CHECKPOINTS OUT
-[--seeds 1] [--bc-options 25600]``; ``RUN`` gives the options per update (``run.json``)."""
+[--seeds 1] [--bc-options 25600] [--earlier EARLIER.csv]``; ``RUN`` gives the options per update (``metrics.csv``)."""
 
 import argparse
 import csv
-import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -27,12 +26,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--bc-options", type=int, default=0, help="options cloned before PPO (the x offset)")
     parser.add_argument("--baselines", default="benchmarks/results/chaic_eval_cpu/chaic_eval.json")
+    parser.add_argument("--earlier", help="an earlier OUT.csv of the same run's earlier checkpoints, prepended")
     args = parser.parse_args()
-    config = json.loads((Path(args.run) / "run.json").read_text())["config"]
-    per_update = config["num_envs"] * config["num_steps"]
+    with open(Path(args.run) / "metrics.csv") as f:
+        first = next(csv.DictReader(f))
+    per_update = int(float(first["frames"])) // int(float(first["update"]))
     steps = sorted(int(p.name) for p in Path(args.checkpoints).iterdir() if p.name.isdigit())
     tasks = list(K.TASKS)
     rows = []
+    if args.earlier:
+        with open(args.earlier) as f:
+            rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
     for step in steps:
         with tempfile.TemporaryDirectory() as tmp:
             shutil.copytree(Path(args.checkpoints) / str(step), Path(tmp) / "checkpoints" / str(step))

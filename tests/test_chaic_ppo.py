@@ -214,7 +214,12 @@ def test_eval_helpers_are_parsed_with_clear_errors(half_run, tmp_path):
     helper = load_ppo_helper(half_run)
     assert isinstance(helper, A.PolicyHelper) and helper.sees_goal is False and helper.rays == 0
     assert C.parse_helpers(["rhp", f"ppo={half_run}"]) == {"rhp": None, "ppo": str(half_run)}
-    assert C.parse_helpers(["rhp_options"]) == {"rhp_options": None}
+    assert C.parse_helpers(["rhp_options", "goal_options", f"ppo_greedy={half_run}"]) == {
+        "rhp_options": None,
+        "goal_options": None,
+        "ppo_greedy": str(half_run),
+    }
+    assert C.learned_helper("ppo_greedy", str(half_run)).policy.greedy
     for items, match in (
         (["ppo"], "needs its run"),
         (["rhp=x"], "unknown helper"),

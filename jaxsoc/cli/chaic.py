@@ -3,7 +3,8 @@ rule-based helpers and the learned ones) and ``render`` (a GIF of one episode).
 
 ``jaxsoc chaic eval --helper rhp ppo=RUN bm=RUN2`` evaluates learned helpers (``LEARNED``: a PPO run of ``jaxsoc train
 ppo --env CHAIC-<Task>-Helper-v0 --set network=chaic``, a behaviour model of ``jaxsoc train chaic-bm``) in the same
-table as the rule-based ones; ``--append`` adds helpers to the results already in ``--out``.
+table as the rule-based ones (``ppo_greedy=RUN``: the run's most likely choices); ``--append`` adds helpers to the
+results already in ``--out``.
 
 It is also the front end of ``jaxsoc train chaic-bm`` (the behaviour-modelling helper's model: ``config_type``,
 ``train_command``, ``run_line``):
@@ -34,12 +35,13 @@ from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic import state as S
 
 HELPERS = ("none", "random", "rhp", "oracle")
-#: every rule-based helper: ``HELPERS`` and ``rhp_options``, the RHP rules acting through the options of
-#: ``envs.chaic.options`` (the ceiling of a policy cloned from them)
-RULE_HELPERS = (*HELPERS, "rhp_options")
+#: every rule-based helper: ``HELPERS``, ``rhp_options``, the RHP rules acting through the options of
+#: ``envs.chaic.options`` (the ceiling of a policy cloned from them), and ``goal_options``, the same told the goal
+RULE_HELPERS = (*HELPERS, "rhp_options", "goal_options")
 PAPER_ROWS = dict(zip(("none", "random", "rhp", "oracle"), range(4)))  # columns of catalogue.PAPER_TR
-#: learned helpers, ``KIND=RUN`` on the command line: the paper's row each is compared with (``PAPER_HELPER_TR``)
-LEARNED = {"ppo": "rl", "bm": "llm_bm"}
+#: learned helpers, ``KIND=RUN`` on the command line: the paper's row each is compared with (``PAPER_HELPER_TR``);
+#: ``ppo_greedy`` plays a PPO run's most likely action (or option) instead of sampling it
+LEARNED = {"ppo": "rl", "ppo_greedy": "rl", "bm": "llm_bm"}
 
 
 def parse_helpers(items: list[str]) -> dict[str, str | None]:
@@ -65,10 +67,10 @@ def learned_helper(kind: str, run: str):
     ``ValueError`` naming ``--helper`` when ``run`` is not a directory (nothing is created)."""
     if not Path(run).is_dir():
         raise ValueError(f"--helper {kind}={run}: no such run directory")
-    if kind == "ppo":
+    if kind in ("ppo", "ppo_greedy"):
         from jaxsoc.learners.chaic.ppo_helper import load_ppo_helper
 
-        return load_ppo_helper(run)
+        return load_ppo_helper(run, greedy=kind == "ppo_greedy")
     from jaxsoc.learners.chaic.bm import load_bm_helper
 
     return load_bm_helper(run)
@@ -109,7 +111,9 @@ def rule_helper(name: str):
     from jaxsoc.envs.chaic import agents as A
     from jaxsoc.envs.chaic import options as OP
 
-    return OP.OptionExpertHelper() if name == "rhp_options" else A.make_agent(name)
+    if name in ("rhp_options", "goal_options"):
+        return OP.OptionExpertHelper(knows_goal=name == "goal_options")
+    return A.make_agent(name)
 
 
 @functools.lru_cache(maxsize=16)

@@ -62,10 +62,10 @@ class Checkpointer:
         directory: the checkpoint directory (created if needed).
         meta: JSON-serialisable description of the run; ``kind``, ``config`` and ``model_config`` are
             compared on restore.
-        max_to_keep: steps kept on disk (older ones are deleted).
+        max_to_keep: steps kept on disk (older ones are deleted; None keeps every step).
     """
 
-    def __init__(self, directory: str | Path, meta: dict[str, Any], max_to_keep: int = 3) -> None:
+    def __init__(self, directory: str | Path, meta: dict[str, Any], max_to_keep: int | None = 3) -> None:
         self.directory = Path(directory).absolute()
         self.meta = _jsonable({**meta, "jaxsoc_version": jaxsoc.__version__})
         options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)

@@ -192,6 +192,7 @@ def train_rl(
     progress: bool = True,
     init_params: Any = None,
     trainer: Trainer | None = None,
+    keep_checkpoints: int | None = 3,
 ) -> dict[str, Any]:
     """Trains (or resumes) a run in ``run_dir``; returns its summary (final evaluation and totals).
 
@@ -215,6 +216,7 @@ def train_rl(
         init_params: the policy's parameters to start from (a warm start; ignored when resuming).
         trainer: the ``Trainer`` of ``config`` to use, for an env that is not registered (a learner's own view,
             e.g. ``learners.excalibur.explorer.MemoryExplorerEnv``); default ``trainer_for(config)``.
+        keep_checkpoints: the newest checkpoints kept on disk (None: every one, for a curve over them).
 
     Raises:
         ValueError: bad arguments, or an incompatible checkpoint (see ``Checkpointer.restore``).
@@ -229,7 +231,7 @@ def train_rl(
     run_dir = Path(run_dir)
     primary = jax.process_index() == 0  # of a multi-process run, only process 0 writes files (but checkpoints)
     log = MetricsLog(run_dir) if primary else _NoLog()
-    checkpointer = Checkpointer(run_dir / CHECKPOINTS, run_meta(config, trainer))
+    checkpointer = Checkpointer(run_dir / CHECKPOINTS, run_meta(config, trainer), max_to_keep=keep_checkpoints)
     resuming = resume and checkpointer.latest_step() is not None
     if resuming:
         checkpointer.check_meta()  # before compiling anything for a run it would refuse

@@ -404,9 +404,13 @@ class OptionPolicyHelper:
         return act.astype(jnp.int32), {"options": mem, "net": net, "key": k_next}
 
 
+@struct.dataclass
 class OptionExpertHelper:
     """The RHP rules acting through the options (``expert_option`` chooses each option, ``_decide`` carries it out):
-    the ceiling a policy cloned from them reaches on this action space (``jaxsoc chaic eval --helper rhp_options``)."""
+    the ceiling a policy cloned from them reaches on this action space (``jaxsoc chaic eval --helper rhp_options``;
+    ``knows_goal``: the rules told the true goal, the warm start's privileged teacher, ``--helper goal_options``)."""
+
+    knows_goal: bool = struct.field(pytree_node=False, default=False)
 
     def init(self, key: jax.Array, state: S.State, agent: int | jax.Array = S.HELPER) -> OptionMemory:
         """Returns a fresh ``OptionMemory`` (``init_memory``)."""
@@ -415,5 +419,6 @@ class OptionExpertHelper:
     def act(self, key: jax.Array, memory: OptionMemory, state: S.State, timing: W.Timing = A.DEFAULT_TIMING):
         """Returns ``(action int32, memory)``: the running option's next action, or the first of the rules' next."""
         act, mem, ended = _decide(memory, state, timing)
-        new_act, new_mem, _ = _decide(start(mem, expert_option(mem.agent, state), state), state, timing)
+        option = expert_option(mem.agent, state, self.knows_goal)
+        new_act, new_mem, _ = _decide(start(mem, option, state), state, timing)
         return jnp.where(ended, new_act, act).astype(jnp.int32), _select_tree(ended, new_mem, mem)
