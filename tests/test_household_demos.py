@@ -159,8 +159,11 @@ def test_cli_writes_demos(tmp_path, capsys):
     assert "success rate" in out and "mean length" in out and "episodes/s" in out
     back = D.load(tmp_path / "test-1.npz")
     assert len(back) == NUM and back.max_steps == MAX_STEPS
+
+
+def test_cli_refuses_a_count_that_is_not_positive(tmp_path, capsys):
     assert main(["household", "demos", "--split", "test-1", "--episodes", "0", "--out", str(tmp_path)]) == 2
-    assert "--episodes must be positive" in capsys.readouterr().err
+    assert "--episodes must be positive" in capsys.readouterr().err and not list(tmp_path.iterdir())
 
 
 def test_paired_tasks_keep_the_goal_in_another_training_apartment():
