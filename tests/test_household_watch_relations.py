@@ -211,3 +211,43 @@ def test_runs_from_before_the_relational_options_load_without_them(tmp_path):
     (tmp_path / "run" / "run.json").write_text(json.dumps(info))
     config, _ = WR.load(tmp_path / "run")
     assert config == legacy
+
+
+def test_sum_pooling_keeps_how_many_nodes_of_a_kind():
+    """``pooling="mean_sum"``: a frame that shows every node twice has the same mean as one that shows each once
+    (the paper's pooling cannot tell them apart) and twice the sum."""
+    a, b = np.array([1.0, 0.0, 2.0]), np.array([0.0, 3.0, -1.0])
+    nodes = jnp.asarray([[a, b, a, b], [a, b, a, b]], jnp.float32)  # [2 frames, 4 slots, d=3]
+    mask = jnp.asarray([[True, True, False, False], [True, True, True, True]])
+    mean = E.masked_mean(nodes, mask, axis=1)
+    np.testing.assert_allclose(WA.pool_frames(nodes, mean, mask, "mean"), [(a + b) / 2] * 2, rtol=1e-6)
+    pooled = np.asarray(WA.pool_frames(nodes, mean, mask, "mean_sum"))
+    assert pooled.shape == (2, 6)
+    np.testing.assert_allclose(pooled[:, :3], [(a + b) / 2] * 2, rtol=1e-6)
+    np.testing.assert_allclose(pooled[:, 3:], [(a + b) / WA.SUM_SCALE, 2 * (a + b) / WA.SUM_SCALE], rtol=1e-6)
+
+
+def test_the_last_readout_reads_the_last_real_step_and_no_padding():
+    h = jnp.arange(2 * 3 * 2, dtype=jnp.float32).reshape(2, 3, 2)  # [B=2, T=3, d=2]
+    valid = jnp.asarray([[True, True, False], [True, False, False]])
+    out = np.asarray(WA.read_out(h, valid, "mean_last"))
+    np.testing.assert_allclose(out[0], np.concatenate([h[0, :2].mean(0), h[0, 1]]))
+    np.testing.assert_allclose(out[1], np.concatenate([h[1, 0], h[1, 0]]))
+    np.testing.assert_allclose(WA.read_out(h, valid, "mean"), out[:, :2])
+    padded = h.at[:, 2].set(99.0)  # what lies past the real steps never counts
+    np.testing.assert_allclose(WA.read_out(padded, valid, "mean_last"), out)
+
+
+def test_the_count_preserving_model_runs_and_bad_options_are_refused():
+    config = WA.WatchConfig(d=16, pooling="mean_sum", readout="mean_last", max_frames=4)
+    batch = WA.example_batch(2, 6)
+    batch["valid"] = jnp.arange(6)[None] < jnp.asarray([[6], [3]])
+    params = WA.init_params(config, jax.random.key(0))
+    logits = jax.jit(WA.GoalInference(config).apply)({"params": params}, batch)
+    assert logits.shape == (2, PR.NUM_PREDICATES, WA.NUM_COUNTS) and np.isfinite(np.asarray(logits)).all()
+    with pytest.raises(ValueError, match="pooling"):
+        WA.WatchConfig(pooling="max")
+    with pytest.raises(ValueError, match="readout"):
+        WA.WatchConfig(readout="last")
+    with pytest.raises(ValueError, match="code_parity"):
+        WA.WatchConfig(code_parity=True, final_observation=False, pooling="mean_sum")

@@ -13,7 +13,9 @@
 Padding never changes an output: invisible nodes and steps past ``valid`` are masked out (``code_parity=True``
 reproduces the original code's unmasked means over all node slots and all time steps instead; there the padded
 steps repeat the final state, as the original repeats its final graph). ``max_frames`` keeps at most that many
-observations, spread evenly over each demonstration (``subsample``), to spare the encoder on a CPU.
+observations, spread evenly over each demonstration (``subsample``), to spare the encoder on a CPU. Two options
+beyond the paper (``WatchConfig.pooling``, ``readout``) let a frame keep how many nodes of a kind it shows and the
+classifiers read the final state beside the average.
 
 The metrics follow the original's ``evaluation/eval_pred.py``: goals are multisets of predicates, compared per
 demonstration (``multiset_counts``) and pooled over demonstrations (``scores``); ``chance_counts`` is the
@@ -43,9 +45,13 @@ MAX_COUNT = int(PR.count_ranges()[1].max())
 NUM_COUNTS = MAX_COUNT + 1
 INPUTS = ("graph", "last", "actions")
 FRAMES = ("even", "events")
+POOLINGS = ("mean", "mean_sum")
+READOUTS = ("mean", "mean_last")
 DECODINGS = ("argmax", "grammar")
 #: the options a run written before they existed was trained with (``watch_run.load`` fills them in)
-LEGACY = {"relational": False, "final_observation": False, "frames": "even"}
+LEGACY = {"relational": False, "final_observation": False, "frames": "even", "pooling": "mean", "readout": "mean"}
+#: ``pooling="mean_sum"``: the token sum is divided by this (a typical number of visible nodes), to keep it near 1
+SUM_SCALE = 32.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +69,12 @@ class WatchConfig:
       (``encoder.relational_features``).
     - ``final_observation``: also show the observation after Alice's last action.
     - ``code_parity``: the original code's unmasked means (over all node slots and all padded time steps).
+    - ``pooling``: how a frame's node tokens become one vector: ``"mean"`` (the paper's) or ``"mean_sum"``, the
+      mean beside the sum (over ``SUM_SCALE``), which keeps *how many* nodes of a kind there are (a goal is a
+      count per predicate; a mean divides it by the number of visible nodes, which varies).
+    - ``readout``: what the classifiers read of the LSTM's outputs: ``"mean"`` (the paper's average over the real
+      steps) or ``"mean_last"``, the average beside the output at the last real step (the final state, which the
+      last-observation ablation reads alone).
     - ``validation_fraction``: share of the demonstrations held out to validate; ``seed``: initialisation,
       data order and the validation split.
     """
@@ -81,12 +93,20 @@ class WatchConfig:
     relational: bool = True
     final_observation: bool = True
     frames: str = "events"
+    pooling: str = "mean"
+    readout: str = "mean"
 
     def __post_init__(self) -> None:
         if self.input not in INPUTS:
             raise ValueError(f"WatchConfig.input must be one of {list(INPUTS)}, got {self.input!r}")
         if self.frames not in FRAMES:
             raise ValueError(f"WatchConfig.frames must be one of {list(FRAMES)}, got {self.frames!r}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"WatchConfig.pooling must be one of {list(POOLINGS)}, got {self.pooling!r}")
+        if self.readout not in READOUTS:
+            raise ValueError(f"WatchConfig.readout must be one of {list(READOUTS)}, got {self.readout!r}")
+        if self.code_parity and (self.pooling, self.readout) != ("mean", "mean"):
+            raise ValueError("WatchConfig.code_parity replays the original's model: set pooling and readout to 'mean'")
         if self.code_parity and self.final_observation:
             raise ValueError("WatchConfig.code_parity replays the original's inputs: set final_observation=False")
         for name in ("d", "heads", "batch", "epochs"):
@@ -186,6 +206,26 @@ def target_classes(tasks: W.State, actions: jax.Array) -> jax.Array:
 # ---------------------------------------------------------------------------------------------------- model
 
 
+def pool_frames(nodes: jax.Array, mean: jax.Array, mask: jax.Array, pooling: str) -> jax.Array:
+    """Returns each frame's vector from its node tokens ``nodes`` float32[..., N, d] (``mask`` bool[..., N] the
+    real ones) and their mean ``mean`` float32[..., d]: ``mean`` for ``pooling="mean"``, for ``"mean_sum"``
+    float32[..., 2d], the mean beside the tokens' sum over ``SUM_SCALE`` (``WatchConfig.pooling``)."""
+    if pooling == "mean":
+        return mean
+    return jnp.concatenate([mean, (nodes * mask[..., None]).sum(-2) / SUM_SCALE], -1)
+
+
+def read_out(h: jax.Array, valid: jax.Array, readout: str) -> jax.Array:
+    """Returns what the classifiers read of the LSTM's outputs ``h`` float32[B, T, d] (``valid`` bool[B, T], real
+    steps first): their mean over the real steps, float32[B, d], for ``readout="mean"``; for ``"mean_last"``
+    float32[B, 2d], that mean beside the output at the last real step (``WatchConfig.readout``)."""
+    mean = masked_mean(jnp.where(valid[..., None], h, 0.0), valid, axis=1)
+    if readout == "mean":
+        return mean
+    last = jnp.maximum(valid.sum(1) - 1, 0)
+    return jnp.concatenate([mean, jnp.take_along_axis(h, last[:, None, None], axis=1)[:, 0]], -1)
+
+
 class GoalInference(nn.Module):
     """Returns count logits float32[B, 30, NUM_COUNTS] of a batch (``Demos.batch``'s dict: ``obs`` with
     leading ``[B, T]``, ``actions`` int32[B, T], ``valid`` bool[B, T]; ``input="actions"`` reads
@@ -219,9 +259,10 @@ class GoalInference(nn.Module):
             elif cfg.max_frames is not None:
                 obs, valid = subsample(obs, valid, cfg.max_frames)
             encoder = StateEncoder(cfg.d, cfg.heads, cfg.dropout, cfg.code_parity, cfg.relational, name="encoder")
-            x = encoder(obs, train)[1]  # [B, T, d]
+            nodes, x, mask = encoder(obs, train)
+            x = pool_frames(nodes, x, mask, cfg.pooling)
         h = nn.RNN(nn.OptimizedLSTMCell(cfg.d), name="lstm")(x)
-        pooled = h.mean(1) if cfg.code_parity else masked_mean(jnp.where(valid[..., None], h, 0.0), valid, axis=1)
+        pooled = h.mean(1) if cfg.code_parity else read_out(h, valid, cfg.readout)
         z = nn.tanh(nn.Dense(cfg.d, name="classifier_0")(pooled))
         z = nn.Dropout(cfg.dropout, deterministic=not train)(z)
         logits = nn.Dense(PR.NUM_PREDICATES * NUM_COUNTS, name="classifier_1")(z)
