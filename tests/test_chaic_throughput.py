@@ -2,9 +2,10 @@
 complete rows with consistent counts for the four modes, the table, the part's verdicts, its out-of-memory rows, and
 a part cut by its budget that a rerun resumes.
 
-In CI, ``test_tiny_rows_have_consistent_counts`` checks the counts of one mode at two worlds for two steps: the
-primitive env under uniform action ids (most refused), one program (the helper view's, up to 8 events per helper
-step, compiles for another half minute: it is counted with the other modes -m slow). The other measuring tests, the
+In CI, ``test_the_committed_gpu_rows_have_consistent_counts`` checks the counts of the four modes' rows that the GPU
+suite's CHAIC part measured on a GPU (benchmarks/results/gpu_chaic.json), compiling nothing;
+``test_tiny_rows_have_consistent_counts`` counts the primitive env at two worlds for two steps (half a minute of
+compiling, -m slow). The other measuring tests, the
 four modes' counts among them, use four worlds for three steps, the GPU suite's toy workloads, compiled once (the
 module's fixture) and reused by the part's and the script's tests (``compile_workloads`` caches them per process);
 they are ``slow`` (another minute of compilation on a 2-core CPU), as is the GPU suite's toy run of every part
@@ -41,16 +42,16 @@ def tiny_rows():
     return throughput.measure([TINY_N], modes=TINY_MODES, steps=TINY_T, repeats=1)
 
 
-def check_counts(rows: list[dict], n: int, t: int) -> None:
-    """Asserts that ``measure``'s rows of some modes, in ``MODES`` order, at ``n`` worlds for ``t`` steps have
-    consistent counts."""
+def check_counts(rows: list[dict], n: int, t: int, repeats: int = 1, platform: str | None = None) -> None:
+    """Asserts that ``measure``'s rows of some modes, in ``MODES`` order, at ``n`` worlds for ``t`` steps, timed
+    ``repeats`` times on ``platform`` (default: this process's backend), have consistent counts."""
     modes = [r["mode"] for r in rows]
     assert modes == [m for m in throughput.MODES if m in modes] and len(set(modes)) == len(modes) > 0
     env = {"uniform": "ChaicEnv", "valid": "ChaicEnv", "helper": "ChaicHelperEnv", "agents": "rule agents"}
     assert [r["env"] for r in rows] == [env[m] for m in modes]
     for r in rows:
-        assert r["num_envs"] == n and r["steps"] == t and r["env_steps"] == n * t and r["repeats"] == 1
-        assert r["key"] == f"{r['mode']}|task=normal|N={n}|T={t}|repeats=1|split=train|task_seed=0|seed=0"
+        assert r["num_envs"] == n and r["steps"] == t and r["env_steps"] == n * t and r["repeats"] == repeats
+        assert r["key"] == f"{r['mode']}|task=normal|N={n}|T={t}|repeats={repeats}|split=train|task_seed=0|seed=0"
         assert r["task"] == "normal" and r["tasks"] == 256 and r["compile_s"] > 0 and r["run_s"] > 0
         assert r["env_steps_per_s"] == pytest.approx(n * t / r["run_s"])
         started = sum(r["started"])
@@ -61,7 +62,7 @@ def check_counts(rows: list[dict], n: int, t: int) -> None:
         assert r["reference_steps_per_s"] == pytest.approx(1e4 / 86400)
         assert r["ratio_reference"] == pytest.approx(r["agent_steps_per_s"] * 8.64)
         assert 0 <= r["episodes_ended"] <= n * t and r["checksum"] > 0
-        assert r["platform"] == jax.default_backend() and r["device"] and r["jax"]
+        assert r["platform"] == (platform or jax.default_backend()) and r["device"] and r["jax"]
         if r["mode"] == "helper":  # up to 8 events per helper step, not reported; the helper starts at most once
             assert r["events"] is None and r["events_per_s"] is None and r["events_per_step"] == 8
             assert r["started"][1] <= n * t and r["started"][0] <= 8 * n * t
@@ -87,6 +88,15 @@ def check_counts(rows: list[dict], n: int, t: int) -> None:
 def test_tiny_rows_have_consistent_counts(tiny_rows):
     assert [r["mode"] for r in tiny_rows] == list(TINY_MODES)
     check_counts(tiny_rows, TINY_N, TINY_T)
+
+
+def test_the_committed_gpu_rows_have_consistent_counts():
+    # CI's check of the counting (no compiling): the rows the GPU suite's CHAIC part measured on a GPU, each mode's
+    # counts at its own size and step count
+    rows = json.loads((SCRIPT.parent / "results" / "gpu_chaic.json").read_text())["rows"]
+    assert {r["mode"] for r in rows} == set(throughput.MODES) and all(r["platform"] == "gpu" for r in rows)
+    for r in rows:
+        check_counts([r], r["num_envs"], r["steps"], r["repeats"], "gpu")
 
 
 @pytest.mark.slow

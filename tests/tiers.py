@@ -454,6 +454,15 @@ LEFT_OUT_OF_CI = {
         "the efficiency_path case"
     ),
     "tests/test_bib_tasks.py::test_instrumental_scenarios[no_barrier]": "the other instrumental scenarios",
+    "tests/test_bib_tasks.py::test_instrumental_scenarios[inconsequential_barrier]": (
+        "the blocking_barrier scenario (its own generator program, 20 s)"
+    ),
+    "tests/test_bib_tasks.py::test_multi_agent_test_differs_only_in_the_agent": (
+        "the evaluation multi-agent generator's program (15 s); the background multi-agent paths in CI"
+    ),
+    "tests/test_chaic_throughput.py::test_tiny_rows_have_consistent_counts": (
+        "compiles the primitive env (30 s); the counts checked in CI on the GPU suite's committed CHAIC rows"
+    ),
     "tests/test_babyai_generation.py::test_sample_keeps_the_first_accepted_attempt_of_the_sequential_key_chain[1]": (
         "the key chain is exercised by every level's generation"
     ),
