@@ -238,6 +238,8 @@ def test_bib_eval_checks_every_run_before_any_pairs(tmp_path, capsys, no_pairs):
     refused(["bib", "probe", str(corrupt)], tmp_path, capsys, f"{corrupt / 'run.json'} is not readable JSON")
     refused(["bib", "eval", "--data", "nowhere"], tmp_path, capsys, "--data nowhere: no such directory")
     refused(["bib", "eval", "--pairs", "0"], tmp_path, capsys, "--pairs must be a positive integer")
+    refused(argv("--region", "agent"), tmp_path, capsys, f"--region agent: {good} is a bib-bc-mlp run")
+    refused(["bib", "eval", "--region", "agent"], tmp_path, capsys, "--region agent applies to video runs")
 
 
 # ---------------------------------------------------------------------------------------------------- errors

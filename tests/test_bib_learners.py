@@ -20,6 +20,7 @@ from jaxsoc.envs.bib import world as W
 from jaxsoc.envs.bib.render import render
 from jaxsoc.learners.bib import data as D
 from jaxsoc.learners.bib import run
+from jaxsoc.learners.bib import video as V
 from jaxsoc.learners.bib.atc import ATCConfig, ATCLearner, random_shift
 from jaxsoc.learners.bib.bc import BCConfig, BCLearner, context_picks
 from jaxsoc.learners.bib.video import VideoConfig, VideoLearner
@@ -231,6 +232,29 @@ def test_symbolic_bc_beats_predicting_no_motion_on_held_out_episodes(episodes):
         state, _ = update(state, key, {"episodes": D.take(train, rng.choice(24, 8, replace=False))})
     after = float(held_out_loss(state.params))
     assert before > 0.9 * still and after < 0.85 * still, (before, after, still)
+
+
+def test_agent_region_holds_every_change_of_an_agent_alone_and_leaves_out_the_unlock(episodes):
+    """The Video-RNN's "agent" region (the agent's cells before and after each test step): in the single-object
+    episodes only the agent moves, and every pixel that changes between frames k and k + 1 lies in it; in the
+    instrumental ones the barrier and lock vanish away from the agent, outside it."""
+    episodes, steps = D.take(episodes, np.r_[0:4, 16:20]), episodes.max_moves
+    weights = np.asarray(jax.jit(D.agent_step_weights, static_argnums=1)(episodes, steps))
+    frames = np.asarray(jax.jit(D.trial_frames, static_argnums=(1, 2))(episodes, (W.TEST,), steps + 1)[:, 0], float)
+    changed = np.abs(frames[:, 1:] - frames[:, :-1]).sum(-1) > 0  # [B, S, 84, 84]
+    alone, instrumental = slice(0, 4), slice(4, 8)
+    assert changed[alone].any() and not (changed[alone] & (weights[alone] == 0)).any()
+    assert (changed[instrumental] & (weights[instrumental] == 0)).any()
+    cell, area = (D.FRAME_SIZE / W.GRID) ** 2, weights.sum((2, 3))  # a stay covers one cell, a move two
+    path = np.asarray(episodes.path)[:, W.TEST]
+    moved = (path[:, 1:] != path[:, :-1]).any(-1)
+    np.testing.assert_allclose(area[~moved], cell, rtol=1e-4)
+    assert (area[moved] > 1.5 * cell).all() and (area[moved] <= 2 * cell + 1e-3).all()
+    # the region's error: the weighted mean of the pixels' errors; the frame's: the plain mean
+    squared = np.random.default_rng(0).random(weights.shape, np.float32)
+    np.testing.assert_allclose(V.region_error(squared, None), squared.mean((2, 3)), rtol=1e-5)
+    expected = (squared * weights).sum((2, 3)) / weights.sum((2, 3))
+    np.testing.assert_allclose(V.region_error(squared, weights), expected, rtol=1e-4)
 
 
 def test_video_rnn_beats_copying_the_frame(episodes, encoder_params):

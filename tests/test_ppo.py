@@ -297,6 +297,11 @@ def test_command_line_overrides_are_typed():
         parse_overrides(ppo.PPOConfig, ["learning_rate=1"])
     with pytest.raises(ValueError, match="integer"):
         parse_overrides(ppo.PPOConfig, ["num_envs=2.5"])
+    from jaxsoc.learners.bib.video import VideoConfig
+
+    assert parse_overrides(VideoConfig, ["channels=8, 16,32"]) == {"channels": (8, 16, 32)}
+    with pytest.raises(ValueError, match="channels takes an integer"):
+        parse_overrides(VideoConfig, ["channels=8,1.5,32"])
 
 
 SHARDED = textwrap.dedent(

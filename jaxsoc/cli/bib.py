@@ -179,8 +179,13 @@ def _check_eval(args) -> None:
         from jaxsoc.learners.bib import run
 
         for path in args.run:
-            if run.read_info(path)["kind"] == "bib-atc":
+            kind = run.read_info(path)["kind"]
+            if kind == "bib-atc":
                 raise ValueError(f"{path} is a bib-atc run, which is not an observer; evaluate a bc or video run")
+            if args.region != "frame" and kind != "bib-video-rnn":
+                raise ValueError(f"--region {args.region}: {path} is a {kind} run; a region applies to video runs")
+    elif args.region != "frame":
+        raise ValueError(f"--region {args.region} applies to video runs, and none is given")
 
 
 def eval_runs(args) -> int:
@@ -199,7 +204,7 @@ def eval_runs(args) -> int:
     means, errors, records = {}, {}, {}
     for path in args.run:
         info = run.read_info(path)
-        result = run.evaluate(path, pairs, reduce=args.reduce, batch=args.batch)
+        result = run.evaluate(path, pairs, reduce=args.reduce, batch=args.batch, region=args.region)
         seeds = len(result["per_seed"])
         name = f"{run.PAPER_NAMES.get(info.get('kind'), Path(path).name)} ({Path(path).name}, {seeds} seed(s))"
         means[name], errors[name], records[name] = result["mean"], result["se"], {"run": str(path), **result}
@@ -208,6 +213,8 @@ def eval_runs(args) -> int:
             means[name] = voe.evaluate(observer, pairs, reduce=args.reduce, batch=256)
     seconds = time.perf_counter() - start
     table = voe.format_table(means, errors)
+    if args.region != "frame":
+        source += f", video surprise over the {args.region}'s cells"
     print(f"BIB VOE accuracy, {source}, surprise reduced by {args.reduce}, mean ± SE over seeds, {seconds:.0f} s")
     print(table)
     if args.out:
@@ -308,6 +315,10 @@ def add_parser(sub) -> None:
     evaluate.add_argument("--pairs", type=int, default=1000, help="generated pairs per type (without --data)")
     evaluate.add_argument("--types", nargs="+", help="evaluation types (default: all nine)")
     evaluate.add_argument("--reduce", choices=["max", "mean"], default="max")
+    evaluate.add_argument(
+        "--region", choices=["frame", "agent"], default="frame",
+        help="video runs: surprise over the whole frame (the paper's) or the agent's cells before and after a step",
+    )  # fmt: skip
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--batch", type=int, default=256, help="pairs scored at once (runs: use ~64)")
     evaluate.add_argument("--out", help="directory for bib_observers.{json,md,png}")

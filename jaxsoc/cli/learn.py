@@ -24,6 +24,9 @@ ALGORITHMS = ("ppo", "a2c", "bc", "il-interactive", *BIB_LEARNERS, *HOUSEHOLD_LE
 
 
 def _convert(name: str, hint: Any, text: str) -> Any:
+    if typing.get_origin(hint) is tuple:  # tuple[int, ...]: comma-separated, e.g. channels=8,16,32
+        element = typing.get_args(hint)[0]
+        return tuple(_convert(name, element, part.strip()) for part in text.split(",") if part.strip())
     kinds = set(typing.get_args(hint)) or {hint}
     if type(None) in kinds and text.lower() == "none":
         return None
@@ -45,7 +48,7 @@ def _convert(name: str, hint: Any, text: str) -> Any:
 
 def parse_overrides(config_type: type, items: list[str]) -> dict[str, Any]:
     """Returns ``{field: value}`` from ``["name=value", ...]``, each value converted to ``config_type``'s field
-    type (``1e6`` is accepted for integers).
+    type (``1e6`` is accepted for integers; a tuple field takes comma-separated values).
 
     Raises:
         ValueError: a malformed item, an unknown field (the message lists the fields) or a bad value.

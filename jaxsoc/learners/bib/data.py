@@ -26,7 +26,7 @@ import numpy as np
 
 from jaxsoc.envs.bib import dataset
 from jaxsoc.envs.bib import world as W
-from jaxsoc.envs.bib.render import TRIAL_FIELDS, render_trial_frames
+from jaxsoc.envs.bib.render import TRIAL_FIELDS, cell_overlap, render_trial_frames
 from jaxsoc.envs.bib.tasks import BACKGROUND
 
 #: one frame per cell and no still frames: frame ``k`` of a trial is step ``k`` of its path
@@ -201,6 +201,22 @@ def motion_frames(trials: W.Episode, frame: jax.Array, frames_per_cell: int, siz
         return render_trial_frames(_frame_fields(trial, f[None]), size)[0]
 
     return jax.vmap(one)(full, frame)
+
+
+def agent_step_weights(episodes: W.Episode, steps: int, size: int = FRAME_SIZE) -> jax.Array:
+    """Returns ``float32[B, steps, size, size]``: for each test-trial step ``k`` of ``episodes`` (``[B, 9, ...]``,
+    ``LEARNER_PARAMS``' timing: frame ``k`` shows path cell ``k``), each pixel's area inside the cells the agent
+    occupies at steps ``k`` and ``k + 1`` (1 inside, 0 outside, fractions on the edges; the larger where both
+    overlap). Past the path's end the agent stays on its last cell."""
+    overlap = jnp.asarray(cell_overlap(size)).T  # [10, size]: each cell's share of each pixel row / column
+    last = episodes.max_moves
+    path = jnp.asarray(episodes.path)[:, W.TEST].astype(jnp.int32)  # [B, M + 1, 2]
+    here, there = path[:, jnp.minimum(jnp.arange(steps), last)], path[:, jnp.minimum(jnp.arange(steps) + 1, last)]
+
+    def cell_pixels(cell):  # [..., 2] -> [..., size, size]
+        return overlap[cell[..., 0]][..., :, None] * overlap[cell[..., 1]][..., None, :]
+
+    return jnp.maximum(cell_pixels(here), cell_pixels(there))
 
 
 def random_step(key: jax.Array, valid: jax.Array) -> jax.Array:

@@ -34,7 +34,7 @@ from jaxsoc.learners.bib import data as D
 from jaxsoc.learners.bib.atc import ATCConfig, ATCLearner
 from jaxsoc.learners.bib.bc import BCConfig, BCLearner
 from jaxsoc.learners.bib.learner import Learner
-from jaxsoc.learners.bib.video import VideoConfig, VideoLearner
+from jaxsoc.learners.bib.video import SURPRISE_REGIONS, VideoConfig, VideoLearner
 from jaxsoc.learners.checkpoint import Checkpointer, read_meta
 from jaxsoc.learners.run_log import MetricsLog, write_json
 
@@ -406,9 +406,11 @@ def _observer(kind: str, config) -> Learner:
     return learner
 
 
-def evaluate(run: str | Path, pairs: dict[str, Any], reduce: str = "max", batch: int = 64) -> dict[str, Any]:
+def evaluate(
+    run: str | Path, pairs: dict[str, Any], reduce: str = "max", batch: int = 64, region: str = "frame"
+) -> dict[str, Any]:
     """VOE accuracies of every seed of an observer run on ``pairs`` (``{type: Episode [N, 2, 9]}`` in
-    ``data.LEARNER_PARAMS``' timing).
+    ``data.LEARNER_PARAMS``' timing); a Video-RNN's surprise over ``region`` (``video.SURPRISE_REGIONS``).
 
     Returns ``{"per_seed": [{type: accuracy}], "mean": {...}, "se": {...}}`` (fractions; averages
     included; ``se`` the standard error over seeds, 0 for one seed). The surprise of a type's pairs is
@@ -416,16 +418,23 @@ def evaluate(run: str | Path, pairs: dict[str, Any], reduce: str = "max", batch:
     real and do not count), to spare the work of padding steps.
 
     Raises:
-        ValueError: an ATC run (it has no surprise) or bad pairs.
+        ValueError: an ATC run (it has no surprise), a region other than ``"frame"`` for a BC run, an unknown
+            region, or bad pairs.
     """
     learner, states, info = load(run)
     if learner.surprise is None:
         raise ValueError(f"{run} is a {info['kind']} run, which is not an observer; evaluate a bc or video run")
+    if region not in SURPRISE_REGIONS:
+        raise ValueError(f"unknown surprise region {region!r}: use one of {SURPRISE_REGIONS}")
+    video = isinstance(learner, VideoLearner)
+    if region != "frame" and not video:
+        raise ValueError(f"{run} is a {info['kind']} run: a surprise region applies to bib-video-rnn runs only")
     params = learner.final_params(states)
 
     @functools.partial(jax.jit, static_argnums=2)
     def one(p, episodes, steps):
-        return voe.episode_scores(*learner.surprise(p, episodes, steps), reduce)
+        surprise = learner.surprise(p, episodes, steps, region) if video else learner.surprise(p, episodes, steps)
+        return voe.episode_scores(*surprise, reduce)
 
     seeds = range(info["seeds"])
     all_seeds = jax.jit(jax.vmap(one, in_axes=(0, None, None)), static_argnums=2)

@@ -7,6 +7,11 @@ embedding tiled over the U-Net's bottleneck). It is trained by the pixel mean sq
 each background episode's test trial, and its surprise at test step ``k`` is that error for frame ``k + 1``.
 Frames are one per cell (``data.LEARNER_PARAMS``), so the next frame shows the agent one cell further.
 
+Where the surprise is measured (``SURPRISE_REGIONS``): ``"frame"``, every pixel, is the paper's (it scores a
+test trial by its frame of highest prediction error and masks nothing). ``"agent"`` counts only the pixels of
+the agent's cells before and after the step (``data.agent_step_weights``), so that scripted scene changes away
+from the agent (the barrier and lock vanishing at the unlock) do not count as surprise about the agent.
+
 What is a reconstruction (``networks.bib``): the LSTM sizes (BC-RNN's), the U-Net's depth and widths
 (16, 32, 64 channels at 84, 42 and 21 px) and where the embedding enters. ``metrics["copy_loss"]`` is the
 error of predicting the current frame unchanged, the baseline a working model must beat.
@@ -24,6 +29,18 @@ from jaxsoc.learners.bib import data as D
 from jaxsoc.learners.bib.bc import encode_all
 from jaxsoc.learners.bib.learner import CommonConfig, Learner, masked_mean, to_float
 from jaxsoc.learners.networks.bib import ATCEncoder, VideoRNN
+
+#: where ``VideoLearner.surprise`` measures the prediction error (module docstring)
+SURPRISE_REGIONS = ("frame", "agent")
+
+
+def region_error(squared: jax.Array, weights: jax.Array | None) -> jax.Array:
+    """Returns ``float32[B, S]``: the per-pixel errors ``squared`` (``float32[B, S, H, W]``) averaged over every
+    pixel (``weights`` None) or weighted by ``weights`` (same shape; a step whose weights are all 0 scores 0)."""
+    if weights is None:
+        return jnp.mean(squared, axis=(2, 3))
+    total = jnp.sum(weights, axis=(2, 3))
+    return jnp.sum(squared * weights, axis=(2, 3)) / jnp.maximum(total, 1e-6)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,9 +115,12 @@ class VideoLearner(Learner):
         copy = masked_mean(jnp.mean((pair[:, 0] - pair[:, 1]) ** 2, axis=(1, 2, 3)), real)
         return loss, {"loss": loss, "copy_loss": copy}
 
-    def surprise(self, params, episodes: W.Episode, steps: int | None = None):
+    def surprise(self, params, episodes: W.Episode, steps: int | None = None, region: str = "frame"):
         """``(float32[B, S], bool[B, S])``: the pixel MSE of the predicted frame ``k + 1`` at each of the first
-        ``S = steps`` (default ``max_moves``) test steps ``k``, and which are real."""
+        ``S = steps`` (default ``max_moves``) test steps ``k``, over the ``region`` (``SURPRISE_REGIONS``), and
+        which steps are real. Raises ``ValueError`` on an unknown region."""
+        if region not in SURPRISE_REGIONS:
+            raise ValueError(f"unknown surprise region {region!r}: use one of {SURPRISE_REGIONS}")
         steps = episodes.max_moves if steps is None else steps
         frames = to_float(D.trial_frames(episodes, (W.TEST,), steps + 1)[:, 0])  # [B, S + 1, 84, 84, 3]
         embedding = self._embedding(params, {"episodes": episodes})
@@ -108,5 +128,6 @@ class VideoLearner(Learner):
         current = frames[:, :-1].reshape(batch * steps, *frames.shape[2:])
         tiled = jnp.repeat(embedding, steps, axis=0)
         predicted = self._predict(params, tiled, current).reshape(batch, steps, *frames.shape[2:])
-        error = jnp.mean((predicted - frames[:, 1:]) ** 2, axis=(2, 3, 4))
-        return error, D.step_valid(episodes)[:, W.TEST, :steps]
+        squared = jnp.mean((predicted - frames[:, 1:]) ** 2, axis=-1)  # [B, S, H, W]
+        weights = D.agent_step_weights(episodes, steps, frames.shape[2]) if region == "agent" else None
+        return region_error(squared, weights), D.step_valid(episodes)[:, W.TEST, :steps]
