@@ -25,3 +25,12 @@ $J bib eval $R/ft-mlp $R/sym-mlp --pairs 50 --seed 1 --no-reference --batch 50 -
 $J bib eval $R/sym-mlp --pairs 300 --seed 1 --no-reference --batch 100 --out $OUT/pairs300
 $J bib probe $R/sym-mlp $R/ft-mlp --episodes 200 --out $OUT
 # the runs committed here are runs/bib40/{sym-mlp,ft-mlp} with only their last checkpoint step
+
+# 4. (2026-11-30) the symbolic diagnostic with BC-RNN: 2,000 episodes, 2 seeds, 20 epochs (16.6 min), scored on 200
+#    pairs per type in two halves at once (sym_rnn_a/, sym_rnn_b/); committed without its 11 MB checkpoint
+$J train bib-bc-rnn --out $R/sym-rnn --episodes 2000 --seeds 2 --epochs 20 --quiet \
+  --set inputs=symbolic --set query_steps=0 --set query_trial=any --set lr=0.001
+$J bib eval $R/sym-rnn --pairs 200 --seed 1 --no-reference --batch 100 --out $OUT/sym_rnn_a \
+  --types preference multi_agent inaccessible_goal efficiency_path efficiency_time
+taskset -c 1 python -m jaxsoc.cli bib eval $R/sym-rnn --pairs 200 --seed 1 --no-reference --batch 100 --out $OUT/sym_rnn_b \
+  --types efficiency_irrational instrumental_no_barrier instrumental_inconsequential_barrier instrumental_blocking_barrier
