@@ -251,3 +251,120 @@ def test_the_count_preserving_model_runs_and_bad_options_are_refused():
         WA.WatchConfig(readout="last")
     with pytest.raises(ValueError, match="code_parity"):
         WA.WatchConfig(code_parity=True, final_observation=False, pooling="mean_sum")
+
+
+def test_change_marks_tell_what_the_demonstration_changed():
+    """``change_marks``: the plate (node 40) starts ON the table, is picked up at step 1 and put on a counter
+    at step 2; the table's light turns on at step 2; the cupcake (41) never moves; a second plate (43) is first
+    seen at step 1, already on the table, and never moves: it is not marked (the apartment began that way)."""
+    frames = []
+    for step in range(3):
+        obs = {k: np.asarray(v).copy() for k, v in hand_made_observation().items()}
+        obs["visible"][43] = step >= 1
+        obs["parent_relation"][43] = C.ON_TOP
+        if step >= 1:
+            obs["parent"][40], obs["parent_relation"][40] = -1, C.HELD
+        if step == 2:
+            obs["parent"][40], obs["parent_relation"][40] = 9, C.ON_TOP
+            obs["states"][8] = C.ON
+        frames.append(obs)
+    seq = {k: jnp.asarray(np.stack([f[k] for f in frames]))[None] for k in frames[0]}  # [1, 3, ...]
+    marks = np.asarray(WA.change_marks(seq, jnp.ones((1, 3), bool)))[0]
+    assert marks.shape == (3, W.NUM_NODES, E.NUM_CHANGE_FEATURES)
+    np.testing.assert_array_equal(marks[:, 40, 0], [0, 1, 1])  # picked up, then put elsewhere
+    np.testing.assert_array_equal(marks[:, 8, 1], [0, 0, 1])  # switched on
+    assert not marks[:, [41, 43, 42]].any() and not marks[:, 40, 1].any() and not marks[:, 8, 0].any()
+    # a step past the demonstration's end neither counts as a first sighting nor gets marks
+    cut = np.asarray(WA.change_marks(seq, jnp.asarray([[True, True, False]])))[0]
+    np.testing.assert_array_equal(cut[:2], marks[:2])
+    assert not cut[2].any()
+
+
+def test_the_change_marks_reach_the_model_and_are_refused_where_meaningless():
+    """Two demonstrations whose last frames are the same (node 40 on node 8): in the first, node 40 got there at
+    the last step; in the second, it was there all along. The model with every new option (the remembered frame,
+    change marks, the changed tokens' sum, counting) tells them apart."""
+    config = WA.WatchConfig(d=16, input="memory", changes=True, pooling="mean_changed", counting=True)
+    steps = 3
+    batch = WA.example_batch(1, steps)
+    obs = dict(batch["obs"])
+    obs["visible"] = obs["visible"].at[:, :, 40].set(True)
+    moved = {**obs, "parent": obs["parent"].at[:, 2, 40].set(8)}
+    still = {**obs, "parent": obs["parent"].at[:, :, 40].set(8)}
+    pair = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), moved, still)
+    batch = {**WA.example_batch(2, steps), "obs": pair, "valid": jnp.ones((2, steps), bool)}
+    logits = np.asarray(
+        jax.jit(WA.GoalInference(config).apply)({"params": WA.init_params(config, jax.random.key(0))}, batch)
+    )
+    assert logits.shape == (2, PR.NUM_PREDICATES, WA.NUM_COUNTS) and np.abs(logits[0] - logits[1]).max() > 1e-6
+    with pytest.raises(ValueError, match="changes"):
+        WA.WatchConfig(input="actions", changes=True)
+    with pytest.raises(ValueError, match="changed"):
+        E.StateEncoder(16, changes=True).init(jax.random.key(0), obs)
+
+
+def test_the_changed_pooling_counts_what_the_demonstration_changed():
+    a, b = np.array([1.0, 0.0, 2.0]), np.array([0.0, 3.0, -1.0])
+    nodes = jnp.asarray([[a, b, a]], jnp.float32)  # [1 frame, 3 slots, d=3]
+    mask = jnp.asarray([[True, True, False]])
+    changed = jnp.asarray([[True, False, True]])  # the third slot is not real: never counted
+    mean = E.masked_mean(nodes, mask, axis=1)
+    pooled = np.asarray(WA.pool_frames(nodes, mean, mask, "mean_changed", changed))
+    np.testing.assert_allclose(pooled[0], np.concatenate([(a + b) / 2, a / WA.CHANGED_SCALE]), rtol=1e-6)
+    with pytest.raises(ValueError, match="change marks"):
+        WA.pool_frames(nodes, mean, mask, "mean_changed")
+    with pytest.raises(ValueError, match="changes=True"):
+        WA.WatchConfig(pooling="mean_changed")
+
+
+def test_the_cosine_schedule_decays_the_step_size_to_zero():
+    constant, cosine = WA.WatchConfig(), WA.WatchConfig(lr_schedule="cosine")
+    assert [constant.lr_factor(s, 10) for s in (0, 5, 10)] == [1.0, 1.0, 1.0]
+    np.testing.assert_allclose([cosine.lr_factor(s, 10) for s in (0, 5, 10, 12)], [1.0, 0.5, 0.0, 0.0], atol=1e-12)
+    assert all(a > b for a, b in itertools.pairwise(cosine.lr_factor(s, 10) for s in range(11)))
+    with pytest.raises(ValueError, match="lr_schedule"):
+        WA.WatchConfig(lr_schedule="linear")
+
+
+def test_the_remembered_frame_holds_every_node_as_last_seen():
+    """``input="memory"``: the plate (40) is seen at step 0 only, on the table; the cupcake (41) at every step,
+    moving from the observer's hand to the table at step 2; step 3 is padding (the plate shown elsewhere there
+    must not count); the apple (42) is never seen. The characters are those of the last real step."""
+    frames = []
+    for step in range(4):
+        obs = {k: np.asarray(v).copy() for k, v in hand_made_observation().items()}
+        obs["visible"][[40, 42]] = step in (0, 3), False
+        obs["position"][41] = step
+        obs["agent_position"][0] = (step, 0.0)
+        if step >= 2:
+            obs["parent"][41], obs["parent_relation"][41], obs["relation"][41] = 8, C.ON_TOP, C.REL_NONE
+        if step == 3:
+            obs["parent"][40] = 9
+        frames.append(obs)
+    seq = {k: jnp.asarray(np.stack([f[k] for f in frames]))[None] for k in frames[0]}
+    memory = WA.remembered_observation(seq, jnp.asarray([[True, True, True, False]]))
+    memory = {k: np.asarray(v)[0, 0] for k, v in memory.items()}
+    assert memory["visible"][[8, 40, 41]].all() and not memory["visible"][[42, 43]].any()
+    assert memory["parent"][40] == 8 and memory["parent"][41] == 8 and memory["relation"][41] == C.REL_NONE
+    assert memory["position"][41][0] == 2 and memory["agent_position"][0][0] == 2
+
+
+def test_counting_adds_up_the_changed_tokens_that_match_a_predicate():
+    """``CountLogits``: a token direction that matches predicate 3 only; the most likely count of predicate 3 is
+    the number of *counted* tokens along it (0, 1, 2), whatever else the frame holds; other predicates stay 0."""
+    d = 4
+    model = WA.CountLogits()
+    params = model.init(jax.random.key(0), jnp.zeros((1, 5, d)), jnp.ones((1, 5), bool))["params"]
+    kernel = np.full((d, PR.NUM_PREDICATES), 0.0, np.float32)
+    kernel[0, 3] = 40.0
+    params = {**params, "match": {"kernel": jnp.asarray(kernel), "bias": jnp.full(PR.NUM_PREDICATES, -20.0)}}
+    on, off = np.eye(d, dtype=np.float32)[0], np.eye(d, dtype=np.float32)[1]
+    tokens = jnp.asarray([[on, on, off, on, off]] * 3)  # [3, 5, d]
+    counted = jnp.asarray(
+        [[False, False, True, False, True], [True, False, True, False, False], [True, True, True, False, True]]
+    )
+    counts = np.asarray(jnp.argmax(model.apply({"params": params}, tokens, counted), -1))
+    np.testing.assert_array_equal(counts[:, 3], [0, 1, 2])
+    assert not np.delete(counts, 3, axis=1).any()
+    with pytest.raises(ValueError, match="counting"):
+        WA.WatchConfig(changes=True, counting=True)  # the graph input has no single frame to count

@@ -30,6 +30,11 @@ the plain tokens leave to be reconstructed from coordinates (``relational_featur
   observer's from its hand relations, the other character's from the held nodes the observer does not hold);
   zeros on node tokens.
 
+``changes=True`` (a goal-inference option) adds ``changed``, float32[..., NUM_TOKENS, NUM_CHANGE_FEATURES], which
+the observation dict must carry on its node axis (``watch.change_marks``): whether the demonstration has changed a
+node's relation (its parent or its relation to it) and its open/on bits since the node was first seen; zeros on
+the character tokens. It is read through a Linear like ``held``.
+
 (A count-preserving pool, the token sum beside the mean, was tried and dropped: on the toy set of the tests it
 slowed learning to a plateau.)
 """
@@ -51,6 +56,7 @@ NUM_OBSERVER_RELATIONS = 5  # C.REL_NONE .. C.REL_SITTING_ON
 NUM_PARENT_RELATIONS = len(C.RELATION_NAMES)
 NUM_STATE_FEATURES = 2 + NUM_OBSERVER_RELATIONS + NUM_PARENT_RELATIONS
 NO_PARENT_CLASS = NUM_TOKEN_CLASSES  # relational tokens: no parent in view (or held, or a character)
+NUM_CHANGE_FEATURES = 2  # relation changed, open/on bits changed (``changes=True``)
 _SIZE = np.concatenate([C.SIZE, np.full((2, 2), 0.5, np.float32)])  # characters: a 0.5 m footprint
 
 
@@ -112,10 +118,11 @@ def _mlp2(width: int, name: str) -> nn.Sequential:
 class NodeEncoder(nn.Module):
     """Returns ``float32[..., NUM_TOKENS, d]`` token embeddings from ``tokens``' features (with ``relational``,
     also ``relational_features``': the parent's class embedded as the class is, the held classes through a
-    Linear)."""
+    Linear; with ``changes``, ``feats["changed"]`` through a Linear)."""
 
     d: int = 128
     relational: bool = False
+    changes: bool = False
 
     @nn.compact
     def __call__(self, feats: dict[str, jax.Array]) -> jax.Array:
@@ -128,6 +135,8 @@ class NodeEncoder(nn.Module):
             embed = nn.Embed(NUM_TOKEN_CLASSES + 1, half, name="parent_class_0")(feats["parent_class"])
             parts.append(nn.Dense(half, name="parent_class_1")(nn.relu(embed)))
             parts.append(nn.Dense(half, name="held")(feats["held"]))
+        if self.changes:
+            parts.append(nn.Dense(half, name="changed")(feats["changed"]))
         return nn.Dense(self.d, name="merge")(nn.relu(jnp.concatenate(parts, -1)))
 
 
@@ -168,13 +177,15 @@ class StateEncoder(nn.Module):
     """Encodes observations (``world.observe`` dicts with leading axes ``...``) to
     ``(nodes float32[..., NUM_TOKENS, d], pooled float32[..., d], mask bool[..., NUM_TOKENS])``: token
     embeddings after the Transformer, their pooled mean over real tokens, and the token mask (``relational``:
-    the tokens also read ``relational_features``)."""
+    the tokens also read ``relational_features``; ``changes``: they read ``obs["changed"]``, float32[...,
+    W.NUM_NODES, NUM_CHANGE_FEATURES], the characters' tokens zeros)."""
 
     d: int = 128
     heads: int = 2
     dropout: float = 0.0
     code_parity: bool = False
     relational: bool = False
+    changes: bool = False
 
     @nn.compact
     def __call__(self, obs: dict, train: bool = False) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -182,8 +193,13 @@ class StateEncoder(nn.Module):
         if self.relational:
             feats.update(relational_features(obs))
         lead = feats["mask"].shape[:-1]
+        if self.changes:
+            if "changed" not in obs:
+                raise ValueError('StateEncoder(changes=True) needs obs["changed"] (watch.change_marks)')
+            changed = jnp.asarray(obs["changed"], jnp.float32)
+            feats["changed"] = jnp.concatenate([changed, jnp.zeros((*lead, 2, NUM_CHANGE_FEATURES), jnp.float32)], -2)
         flat = jax.tree_util.tree_map(lambda a: a.reshape(-1, *a.shape[len(lead) :]), feats)
-        x = NodeEncoder(self.d, self.relational, name="nodes")(flat)
+        x = NodeEncoder(self.d, self.relational, self.changes, name="nodes")(flat)
         x = TransformerLayer(self.d, self.heads, self.d, self.dropout, name="transformer")(x, flat["mask"], train)
         pool_mask = jnp.ones_like(flat["mask"]) if self.code_parity else flat["mask"]
         pooled = masked_mean(x, pool_mask, axis=1)

@@ -7,6 +7,9 @@
   are averaged over the real steps, and 30 count classifiers (Linear ``d``, tanh, Linear to ``NUM_COUNTS``;
   one head giving ``[30, NUM_COUNTS]`` logits) read the average;
 - ``input="last"`` (the paper's ablation): the same on the demonstration's last observation only;
+- ``input="memory"`` (beyond the paper): the same on one frame holding every node as the observer last saw it
+  over the demonstration (``remembered_observation``): the final observation shows one room, a goal that spans
+  rooms (test-2's two activities) is out of its view;
 - ``input="actions"`` (the paper's ablation): Alice's actions instead of observations, each embedded from its
   verb and its target node's class (not the node itself), through the same LSTM, average and classifiers.
 
@@ -15,7 +18,9 @@ reproduces the original code's unmasked means over all node slots and all time s
 steps repeat the final state, as the original repeats its final graph). ``max_frames`` keeps at most that many
 observations, spread evenly over each demonstration (``subsample``), to spare the encoder on a CPU. Two options
 beyond the paper (``WatchConfig.pooling``, ``readout``) let a frame keep how many nodes of a kind it shows and the
-classifiers read the final state beside the average.
+classifiers read the final state beside the average, and a third (``WatchConfig.changes``) marks on every node token
+of a frame whether the demonstration has changed the node by then (``change_marks``): a goal is the relations Alice
+*made*, and one frame alone cannot tell them from the relations the apartment began with.
 
 The metrics follow the original's ``evaluation/eval_pred.py``: goals are multisets of predicates, compared per
 demonstration (``multiset_counts``) and pooled over demonstrations (``scores``); ``chance_counts`` is the
@@ -43,15 +48,26 @@ from jaxsoc.learners.household.encoder import StateEncoder, masked_mean
 #: the largest count any predicate has in a goal (``predicates.count_ranges``: 2)
 MAX_COUNT = int(PR.count_ranges()[1].max())
 NUM_COUNTS = MAX_COUNT + 1
-INPUTS = ("graph", "last", "actions")
+INPUTS = ("graph", "last", "memory", "actions")
 FRAMES = ("even", "events")
-POOLINGS = ("mean", "mean_sum")
+POOLINGS = ("mean", "mean_sum", "mean_changed")
 READOUTS = ("mean", "mean_last")
 DECODINGS = ("argmax", "grammar")
+LR_SCHEDULES = ("constant", "cosine")
 #: the options a run written before they existed was trained with (``watch_run.load`` fills them in)
-LEGACY = {"relational": False, "final_observation": False, "frames": "even", "pooling": "mean", "readout": "mean"}
+LEGACY = {
+    "relational": False,
+    "final_observation": False,
+    "frames": "even",
+    "pooling": "mean",
+    "readout": "mean",
+    "changes": False,
+    "lr_schedule": "constant",
+}
 #: ``pooling="mean_sum"``: the token sum is divided by this (a typical number of visible nodes), to keep it near 1
 SUM_SCALE = 32.0
+#: ``pooling="mean_changed"``: the changed tokens' sum is divided by this (a typical number of objects a goal moves)
+CHANGED_SCALE = 4.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,8 +76,11 @@ class WatchConfig:
 
     - ``d``: width of the node embeddings, the LSTM and the classifiers; ``heads``: the Transformer's heads;
       ``dropout``: in the Transformer and between the classifiers' layers (training only).
-    - ``input``: ``"graph"`` (every observation), ``"last"`` (the last observation) or ``"actions"``.
-    - ``lr``, ``batch``, ``epochs``: Adam's step size, demonstrations per step, passes over the training set.
+    - ``input``: ``"graph"`` (every observation), ``"last"`` (the last observation), ``"memory"`` (every node as
+      last seen, ``remembered_observation``) or ``"actions"``.
+    - ``lr``, ``batch``, ``epochs``: Adam's step size, demonstrations per step, passes over the training set;
+      ``lr_schedule``: ``"constant"`` (the original's) or ``"cosine"``, the step size decayed from ``lr`` to 0
+      over the ``epochs`` (``lr_factor``), so the final parameters are not one noisy step among many.
     - ``max_frames``: keep at most this many observations per demonstration (None: all), chosen by ``frames``:
       ``"even"`` spread evenly, ``"events"`` the steps where a relation changes first, then the last, then
       evenly spread fillers (``event_frames``).
@@ -71,10 +90,19 @@ class WatchConfig:
     - ``code_parity``: the original code's unmasked means (over all node slots and all padded time steps).
     - ``pooling``: how a frame's node tokens become one vector: ``"mean"`` (the paper's) or ``"mean_sum"``, the
       mean beside the sum (over ``SUM_SCALE``), which keeps *how many* nodes of a kind there are (a goal is a
-      count per predicate; a mean divides it by the number of visible nodes, which varies).
+      count per predicate; a mean divides it by the number of visible nodes, which varies), or
+      ``"mean_changed"`` (needs ``changes``), the mean beside the sum (over ``CHANGED_SCALE``) of the tokens the
+      demonstration has changed (``change_marks``): a count of what Alice made, by kind, that no mean dilutes.
     - ``readout``: what the classifiers read of the LSTM's outputs: ``"mean"`` (the paper's average over the real
       steps) or ``"mean_last"``, the average beside the output at the last real step (the final state, which the
       last-observation ablation reads alone).
+    - ``changes``: every node token also reads whether the demonstration has changed the node's relation and its
+      open/on bits since it was first seen (``change_marks``, computed over every step before frames are chosen;
+      with ``input="last"`` the model therefore reads the whole demonstration, not the ablation's one frame).
+    - ``counting`` (needs ``changes`` and a one-frame input, ``"last"`` or ``"memory"``): each ON / INSIDE
+      predicate's count logits come from a soft count of the frame's changed tokens that match it
+      (``CountLogits``) instead of the pooled classifiers, so a goal's counts add up token by token and a mixture
+      of two activities reads as the sum of its parts (test-2); the other predicates keep the classifiers.
     - ``validation_fraction``: share of the demonstrations held out to validate; ``seed``: initialisation,
       data order and the validation split.
     """
@@ -95,6 +123,9 @@ class WatchConfig:
     frames: str = "events"
     pooling: str = "mean"
     readout: str = "mean"
+    changes: bool = False
+    lr_schedule: str = "constant"
+    counting: bool = False
 
     def __post_init__(self) -> None:
         if self.input not in INPUTS:
@@ -105,8 +136,20 @@ class WatchConfig:
             raise ValueError(f"WatchConfig.pooling must be one of {list(POOLINGS)}, got {self.pooling!r}")
         if self.readout not in READOUTS:
             raise ValueError(f"WatchConfig.readout must be one of {list(READOUTS)}, got {self.readout!r}")
+        if self.counting and not (self.changes and self.input in ("last", "memory")):
+            raise ValueError(
+                "WatchConfig.counting counts one frame's changed tokens: set changes=True and input last/memory"
+            )
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"WatchConfig.lr_schedule must be one of {list(LR_SCHEDULES)}, got {self.lr_schedule!r}")
+        if self.pooling == "mean_changed" and not self.changes:
+            raise ValueError("WatchConfig.pooling='mean_changed' sums the changed tokens: set changes=True")
         if self.code_parity and (self.pooling, self.readout) != ("mean", "mean"):
             raise ValueError("WatchConfig.code_parity replays the original's model: set pooling and readout to 'mean'")
+        if self.changes and self.input == "actions":
+            raise ValueError("WatchConfig.changes marks observation tokens: it needs input 'graph' or 'last'")
+        if self.code_parity and self.changes:
+            raise ValueError("WatchConfig.code_parity replays the original's model: set changes=False")
         if self.code_parity and self.final_observation:
             raise ValueError("WatchConfig.code_parity replays the original's inputs: set final_observation=False")
         for name in ("d", "heads", "batch", "epochs"):
@@ -125,6 +168,14 @@ class WatchConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def lr_factor(self, step: int, total: int) -> float:
+        """Returns the share of ``lr`` Adam steps with at optimiser step ``step`` of ``total``: 1 for
+        ``lr_schedule="constant"``; for ``"cosine"``, ``(1 + cos(pi * step / total)) / 2`` (1 at the first
+        step, falling to 0 at the last)."""
+        if self.lr_schedule == "constant":
+            return 1.0
+        return 0.5 * (1.0 + float(np.cos(np.pi * min(step, total) / max(total, 1))))
 
 
 # ---------------------------------------------------------------------------------------------------- inputs
@@ -189,6 +240,42 @@ def event_frames(obs: dict, valid: jax.Array, max_frames: int) -> tuple[dict, ja
     return jax.tree_util.tree_map(take, obs), k < n
 
 
+def change_marks(obs: dict, valid: jax.Array) -> jax.Array:
+    """Returns float32[B, T, N, NUM_CHANGE_FEATURES]: for every step and node (``obs`` leading ``[B, T]``, node axis
+    ``N``; ``valid`` bool[B, T]), whether the node, visible at that step, differs from the first real step at
+    which it was visible in its relation (its parent or its relation to it; held counts) and in its open/on bits.
+    Zero where the node is not visible or the step not real."""
+    seen = obs["visible"].astype(bool) & valid[..., None]  # [B, T, N]
+    first = jnp.argmax(seen, axis=1)[:, None, :]  # [B, 1, N]: the first step a node is seen (0 when never)
+
+    def differs(x):
+        return x != jnp.take_along_axis(x, first, axis=1)
+
+    relation = differs(obs["parent"]) | differs(obs["parent_relation"])
+    return (jnp.stack([relation, differs(obs["states"])], -1) & seen[..., None]).astype(jnp.float32)
+
+
+def remembered_observation(obs: dict, valid: jax.Array) -> dict:
+    """Returns one frame per demonstration (leading ``[B, 1]``; ``obs`` leading ``[B, T]``, ``valid`` bool[B, T]):
+    every node as the observer last saw it at a real step (its node-axis entries, ``changed`` included, taken
+    from that step; ``visible`` where it was ever seen), the rest (the characters' ``agent_*``, the goal's
+    entries) as at the last real step.
+    Coordinates stay the world's, so the tokens place every node relative to the observer's final position."""
+    seen = obs["visible"].astype(bool) & valid[..., None]  # [B, T, N]
+    t = jnp.arange(seen.shape[1])[None, :, None]
+    last_seen = jnp.max(jnp.where(seen, t, -1), axis=1)  # [B, N]
+    index = jnp.maximum(last_seen, 0)[:, None, :]  # [B, 1, N]
+    final = last_observation(obs, valid)
+
+    def take(x):
+        return jnp.take_along_axis(x, index.reshape(*index.shape, *([1] * (x.ndim - 3))), axis=1)
+
+    nodes = {k for k, v in obs.items() if v.ndim >= 3 and v.shape[2] == W.NUM_NODES and not k.startswith("agent_")}
+    out = {k: (take(obs[k]) if k in nodes else v) for k, v in final.items()}
+    out["visible"] = (last_seen >= 0)[:, None, :].astype(obs["visible"].dtype)
+    return out
+
+
 def last_observation(obs: dict, valid: jax.Array) -> dict:
     """Returns each demonstration's last real observation as a 1-step sequence (leading ``[B, 1]``)."""
     last = jnp.maximum(valid.sum(1) - 1, 0)
@@ -206,13 +293,21 @@ def target_classes(tasks: W.State, actions: jax.Array) -> jax.Array:
 # ---------------------------------------------------------------------------------------------------- model
 
 
-def pool_frames(nodes: jax.Array, mean: jax.Array, mask: jax.Array, pooling: str) -> jax.Array:
+def pool_frames(
+    nodes: jax.Array, mean: jax.Array, mask: jax.Array, pooling: str, changed: jax.Array | None = None
+) -> jax.Array:
     """Returns each frame's vector from its node tokens ``nodes`` float32[..., N, d] (``mask`` bool[..., N] the
-    real ones) and their mean ``mean`` float32[..., d]: ``mean`` for ``pooling="mean"``, for ``"mean_sum"``
-    float32[..., 2d], the mean beside the tokens' sum over ``SUM_SCALE`` (``WatchConfig.pooling``)."""
+    real ones) and their mean ``mean`` float32[..., d]: ``mean`` for ``pooling="mean"``; for ``"mean_sum"``
+    float32[..., 2d], the mean beside the tokens' sum over ``SUM_SCALE``; for ``"mean_changed"`` float32[..., 2d],
+    the mean beside the sum over ``CHANGED_SCALE`` of the real tokens where ``changed`` bool[..., N] holds
+    (``WatchConfig.pooling``)."""
     if pooling == "mean":
         return mean
-    return jnp.concatenate([mean, (nodes * mask[..., None]).sum(-2) / SUM_SCALE], -1)
+    if pooling == "mean_sum":
+        return jnp.concatenate([mean, (nodes * mask[..., None]).sum(-2) / SUM_SCALE], -1)
+    if changed is None:
+        raise ValueError('pooling="mean_changed" needs the tokens\' change marks')
+    return jnp.concatenate([mean, (nodes * (mask & changed)[..., None]).sum(-2) / CHANGED_SCALE], -1)
 
 
 def read_out(h: jax.Array, valid: jax.Array, readout: str) -> jax.Array:
@@ -252,21 +347,65 @@ class GoalInference(nn.Module):
             x = nn.Dense(cfg.d, name="action")(nn.relu(x))
         else:
             obs = batch["obs"]
+            if cfg.changes:
+                obs = {**obs, "changed": change_marks(obs, valid)}
             if cfg.input == "last":
                 obs, valid = last_observation(obs, valid), jnp.ones((valid.shape[0], 1), bool)
+            elif cfg.input == "memory":
+                obs, valid = remembered_observation(obs, valid), jnp.ones((valid.shape[0], 1), bool)
             elif cfg.max_frames is not None and cfg.frames == "events":
                 obs, valid = event_frames(obs, valid, cfg.max_frames)
             elif cfg.max_frames is not None:
                 obs, valid = subsample(obs, valid, cfg.max_frames)
-            encoder = StateEncoder(cfg.d, cfg.heads, cfg.dropout, cfg.code_parity, cfg.relational, name="encoder")
+            encoder = StateEncoder(
+                cfg.d, cfg.heads, cfg.dropout, cfg.code_parity, cfg.relational, cfg.changes, name="encoder"
+            )
             nodes, x, mask = encoder(obs, train)
-            x = pool_frames(nodes, x, mask, cfg.pooling)
+            changed = None
+            if cfg.changes:  # the two character tokens are never marked
+                changed = jnp.pad(obs["changed"].max(-1) > 0, [(0, 0)] * (mask.ndim - 1) + [(0, 2)])
+            x = pool_frames(nodes, x, mask, cfg.pooling, changed)
         h = nn.RNN(nn.OptimizedLSTMCell(cfg.d), name="lstm")(x)
         pooled = h.mean(1) if cfg.code_parity else read_out(h, valid, cfg.readout)
         z = nn.tanh(nn.Dense(cfg.d, name="classifier_0")(pooled))
         z = nn.Dropout(cfg.dropout, deterministic=not train)(z)
         logits = nn.Dense(PR.NUM_PREDICATES * NUM_COUNTS, name="classifier_1")(z)
-        return logits.reshape(-1, PR.NUM_PREDICATES, NUM_COUNTS)
+        logits = logits.reshape(-1, PR.NUM_PREDICATES, NUM_COUNTS)
+        if cfg.counting:
+            counted = jnp.asarray(np.isin(PR.PRED_KIND, (PR.ON_KIND, PR.INSIDE_KIND)))
+            counts = CountLogits(name="counts")(nodes[:, 0], (mask & changed)[:, 0])
+            logits = jnp.where(counted[:, None], counts, logits)
+        return logits
+
+
+def _count_slopes(sharpness: float):
+    """``CountLogits``' initial slopes: ``sharpness * c`` for count ``c`` (of every predicate)."""
+    return lambda key, shape, dtype=jnp.float32: jnp.broadcast_to(sharpness * jnp.arange(shape[-1], dtype=dtype), shape)
+
+
+def _count_offsets(sharpness: float):
+    """``CountLogits``' initial offsets: ``-sharpness * c**2 / 2`` for count ``c``."""
+    return lambda key, shape, dtype=jnp.float32: jnp.broadcast_to(
+        -sharpness * jnp.arange(shape[-1], dtype=dtype) ** 2 / 2, shape
+    )
+
+
+class CountLogits(nn.Module):
+    """Returns float32[B, 30, NUM_COUNTS] count logits from a frame's tokens ``tokens`` float32[B, N, d] and the
+    ones to count ``counted`` bool[B, N]: each predicate ``p`` scores every token, ``m = sigmoid(Linear(token))``
+    (does it make ``p`` true?), sums ``m`` over the counted tokens to a soft count ``s_p``, and gives count ``c``
+    the logit ``a_pc * s_p + b_pc`` (initialised to ``k (c s_p - c**2 / 2)``, which peaks at ``c = s_p``)."""
+
+    sharpness: float = 4.0
+
+    @nn.compact
+    def __call__(self, tokens: jax.Array, counted: jax.Array) -> jax.Array:
+        match = nn.sigmoid(nn.Dense(PR.NUM_PREDICATES, name="match")(tokens))  # [B, N, 30]
+        soft = (match * counted[..., None]).sum(1)  # [B, 30]
+        shape = (PR.NUM_PREDICATES, NUM_COUNTS)
+        slope = self.param("slope", _count_slopes(self.sharpness), shape)
+        offset = self.param("offset", _count_offsets(self.sharpness), shape)
+        return soft[..., None] * slope + offset
 
 
 @functools.lru_cache(maxsize=1)

@@ -10,7 +10,8 @@ time axis is cut to its longest demonstration rounded up to a multiple of ``TIME
 steps: the step is compiled once per distinct length, which is why an epoch is a Python loop over jitted steps
 rather than one ``lax.scan`` (dispatch is asynchronous, so the loop costs little on a GPU). Each epoch's data
 order and dropout keys come from ``fold_in(key(seed), epoch)``, so ``resume`` continues from the newest
-checkpoint and gives the same parameters as an uninterrupted run; ``epochs`` may be raised on resume.
+checkpoint and gives the same parameters as an uninterrupted run; ``epochs`` may be raised on resume (a
+``lr_schedule="cosine"`` then follows the new total from there).
 
 After each epoch the validation loss, precision, recall, F1 and accuracy (``watch.scores``) go to
 ``metrics.csv`` with the training loss and speed, and the parameters and optimiser state to an orbax
@@ -159,8 +160,9 @@ class Functions:
     """The jitted functions of one model and optimiser (``compiled`` shares them between runs):
 
     - ``init(key) -> state``: ``{"params", "opt_state"}``, fresh;
-    - ``step(state, key, bank, rows, steps=...) -> (state, loss)``: one Adam step on the demonstrations
-      ``rows`` int32[B] of ``bank`` (``device_bank``) cut to ``steps`` steps (``time_steps``);
+    - ``step(state, key, bank, rows, steps=..., lr_factor=1.0) -> (state, loss)``: one Adam step (its update
+      scaled by ``lr_factor``, ``WatchConfig.lr_factor``: Adam's update is proportional to its step size) on the
+      demonstrations ``rows`` int32[B] of ``bank`` (``device_bank``) cut to ``steps`` steps (``time_steps``);
     - ``forward(params, bank, rows, steps=...) -> (loss float32[B], logits float32[B, 30, NUM_COUNTS])``:
       evaluation mode.
     """
@@ -174,7 +176,7 @@ class Functions:
         params = WA.init_params(self.config, key)
         return {"params": params, "opt_state": self.optimizer.init(params)}
 
-    def _step(self, state, key, bank, rows, steps):
+    def _step(self, state, key, bank, rows, steps, lr_factor=1.0):
         batch = device_batch(self.config, bank, rows, steps)
 
         def objective(params):
@@ -183,6 +185,7 @@ class Functions:
 
         value, grads = jax.value_and_grad(objective)(state["params"])
         updates, opt_state = self.optimizer.update(grads, state["opt_state"], state["params"])
+        updates = jax.tree_util.tree_map(lambda u: u * lr_factor, updates)
         return {"params": optax.apply_updates(state["params"], updates), "opt_state": opt_state}, value
 
     def _forward(self, params, bank, rows, steps):
@@ -315,9 +318,10 @@ def train(
             plan = train_rows[np.resize(perm, num_steps * batch).reshape(num_steps, batch)]
             keys = jax.random.split(k_steps, num_steps)
             tick, losses = time.perf_counter(), []
-            for rows, key in zip(plan, keys):
+            for i, (rows, key) in enumerate(zip(plan, keys)):
                 steps = time_steps(lengths[rows], max_steps, config)
-                state, value = fns.step(state, key, bank, jnp.asarray(rows, jnp.int32), steps=steps)
+                factor = np.float32(config.lr_factor(epoch * num_steps + i, config.epochs * num_steps))
+                state, value = fns.step(state, key, bank, jnp.asarray(rows, jnp.int32), steps=steps, lr_factor=factor)
                 losses.append(value)
             train_loss = float(jnp.mean(jnp.stack(losses)))
             speed = num_steps * batch / (time.perf_counter() - tick)
