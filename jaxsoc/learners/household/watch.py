@@ -63,6 +63,7 @@ LEGACY = {
     "readout": "mean",
     "changes": False,
     "lr_schedule": "constant",
+    "counting": False,
 }
 #: ``pooling="mean_sum"``: the token sum is divided by this (a typical number of visible nodes), to keep it near 1
 SUM_SCALE = 32.0
