@@ -148,7 +148,7 @@ class WatchConfig:
         if self.code_parity and (self.pooling, self.readout) != ("mean", "mean"):
             raise ValueError("WatchConfig.code_parity replays the original's model: set pooling and readout to 'mean'")
         if self.changes and self.input == "actions":
-            raise ValueError("WatchConfig.changes marks observation tokens: it needs input 'graph' or 'last'")
+            raise ValueError("WatchConfig.changes marks observation tokens: it needs input 'graph', 'last' or 'memory'")
         if self.code_parity and self.changes:
             raise ValueError("WatchConfig.code_parity replays the original's model: set changes=False")
         if self.code_parity and self.final_observation:
