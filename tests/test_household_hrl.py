@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from household_scenes import first, objects_of, place, stand_at
+from household_scenes import first, objects_of, place, set_bits, stand_at
 
 from jaxsoc.envs.household import apartments as A
 from jaxsoc.envs.household import classes as C
@@ -194,8 +194,125 @@ def test_the_regression_planner_finishes_every_subgoal(bank):
     assert 2 < live.sum(0).mean() < 50
 
 
-def test_imitation_loss_falls_on_a_tiny_config(task_file):
-    config = _config(task_file, num_envs=8, imitation_frames=12 * 8 * hrl.IMITATION_STEPS, imitation_lr=1e-2)
+def _hide_elsewhere(world):
+    """Returns ``world`` with the places of the objects Bob cannot see permuted among themselves (each hidden
+    object takes another hidden one's parent, relation, room and position, so all stay hidden), and whether
+    some object of the first subgoal's class moved."""
+    nodes = jax.device_get(world.nodes)
+    hidden = np.flatnonzero(~np.asarray(W.view(world, 1).visible) & (nodes.cls > 0) & (W.NODE_KIND == 3))
+    moved = np.roll(hidden, 1)
+    fields = {}
+    for name in ("parent", "relation", "room", "pos"):
+        values = np.array(getattr(nodes, name))
+        values[hidden] = values[moved]
+        fields[name] = jnp.asarray(values)
+    cls = PR.PRED_OBJECT[first_subgoal(world)]
+    changed = (nodes.cls[hidden] == cls).any() and len(hidden) > 1
+    return world.replace(nodes=world.nodes.replace(**fields)), changed
+
+
+def test_the_belief_teacher_reads_only_what_bob_knows_and_finishes_subgoals(bank):
+    env = hrl.SubgoalEnv()
+    params = hrl.SubgoalParams(E.HouseholdParams(tasks=bank.states), max_steps=50, phase="put")
+    teachers = jax.jit(lambda s: (hrl.belief_action(s), hrl.expert_action(s)))
+    # where the objects Bob cannot see lie changes the privileged planner's first action, never the belief
+    # teacher's
+    differs = 0
+    for i in range(len(bank.activities)):
+        world = stand_at(bank.task(i), 1, first(bank.task(i), "bathroom"))
+        _, state = START(world, first_subgoal(world), "put")
+        shuffled, moved = _hide_elsewhere(world)
+        _, other = START(shuffled, first_subgoal(world), "put")
+        (belief, expert), (belief_2, expert_2) = teachers(state), teachers(other)
+        assert int(belief) == int(belief_2), i
+        differs += moved and int(expert) != int(expert_2)
+    assert differs > 0
+
+    n = 16
+
+    @jax.jit
+    def run(key):
+        obs, states = jax.vmap(env.reset_env, in_axes=(0, None))(jax.random.split(key, n), params)
+
+        def body(carry, k):
+            obs, states, ended = carry
+            action = jax.vmap(hrl.belief_action)(states)
+            node = action % W.NUM_NODES
+            choosable = obs["visible"][jnp.arange(n), node] | (node == 0) | (node == obs["subgoal_target"])
+            new_obs, new, _, terminated, truncated, info = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))(
+                jax.random.split(k, n), states, action, params
+            )
+            obs, states = jax.tree_util.tree_map(
+                lambda a, b: jnp.where(ended.reshape((-1,) + (1,) * (a.ndim - 1)), b, a), (new_obs, new), (obs, states)
+            )
+            out = (~ended, info["action_valid"][:, 1], choosable, info["placed"], obs["visited"].sum(-1))
+            return (obs, states, ended | terminated | truncated), out
+
+        start = obs["visited"]
+        _, out = jax.lax.scan(body, (obs, states, jnp.zeros(n, bool)), jax.random.split(key, 50))
+        return start, out
+
+    start, out = jax.device_get(run(jax.random.key(5)))
+    live, valid, choosable, placed, rooms = map(np.asarray, out)
+    assert (start.sum(-1) == 1).all()  # an episode begins with Bob's room visited
+    assert (np.diff(rooms, axis=0) >= 0).all() and (rooms[-1] > 1).any()  # rooms are added as he walks
+    assert (placed & live).any(0).mean() >= 0.9  # nearly every subgoal within 50 steps, without privilege
+    assert valid[live].all() and choosable[live].all()  # valid actions a belief policy can choose
+    assert 2 < live.sum(0).mean() < 50
+
+
+def test_the_belief_network_may_walk_to_the_destination_out_of_sight_and_reads_the_rooms_visited(low):
+    _, obs, _ = low
+    policy = hrl.LowLevelPolicy(hrl.PRESETS["tiny-belief"])
+    target = np.asarray(obs["subgoal_target"]).astype(int)
+    hidden = {**obs, "visible": obs["visible"].at[jnp.arange(4), target].set(False)}
+    variables = policy.init(jax.random.key(0), hidden, policy.initial_memory(4))
+    apply = jax.jit(lambda v, o: policy.apply(v, o, policy.initial_memory(4))[0])
+    walk_there = np.asarray(W.encode_action("walk", jnp.asarray(target)))
+    log_probs = np.asarray(apply(variables, hidden))
+    assert (log_probs[np.arange(4), walk_there] > -1e8).all()
+    # the plain network cannot choose it
+    plain, _, _ = TINY.apply(low[0], hidden, TINY.initial_memory(4))
+    assert (np.asarray(plain)[np.arange(4), walk_there] <= -1e8).all()
+    # the rooms visited change the choice
+    other = apply(variables, {**hidden, "visited": ~hidden["visited"]})
+    assert not np.allclose(log_probs, np.asarray(other))
+    with pytest.raises(ValueError, match="visited"):
+        space = hrl.observation_space()
+        registry.build(
+            "household-low",
+            hrl.PRESETS["tiny-belief"],
+            type(space)({k: v for k, v in space.spaces.items() if k != "visited"}),
+        )
+
+
+def test_subgoal_marks_by_hand(bank):
+    world = bank.task(0)
+    pred = first_subgoal(world)
+    dest = int(world.goal_target[pred])
+    wanted = int(PR.PRED_OBJECT[pred])
+    objs = np.flatnonzero(np.asarray(world.nodes.cls) == wanted)
+    relation = C.INSIDE if PR.PRED_KIND[pred] == PR.INSIDE_KIND else C.ON_TOP
+    world = stand_at(place(world, int(objs[0]), dest, relation), 1, dest)
+    if relation == C.INSIDE:
+        world = set_bits(world, dest, C.OPEN)
+    obs = jax.tree_util.tree_map(lambda x: x[None], START(world, pred, "put")[0])
+    marks = np.asarray(hrl.subgoal_marks(obs))[0]
+    visible, cls = np.asarray(obs["visible"])[0], np.asarray(obs["class"])[0]
+    np.testing.assert_array_equal(marks[:, 0], visible & (cls == wanted))
+    assert marks[objs[0], 0] == marks[objs[0], 1] == 1.0
+    np.testing.assert_array_equal(np.flatnonzero(marks[:, 1]), [objs[0]])  # the others are not in place
+    keeps = C.placement_tables()[0][wanted, cls] & visible & (W.NODE_KIND == 2)
+    np.testing.assert_array_equal(marks[:, 2], keeps)
+    assert keeps.any()
+
+
+@pytest.mark.parametrize(
+    "teacher, preset", [("planner", "tiny"), pytest.param("belief", "tiny-marks", marks=pytest.mark.slow)]
+)
+def test_imitation_loss_falls_on_a_tiny_config(task_file, teacher, preset):
+    frames = 12 * 8 * hrl.IMITATION_STEPS
+    config = _config(task_file, num_envs=8, imitation_frames=frames, imitation_lr=1e-2, teacher=teacher, preset=preset)
     tr = hrl.trainer(config)
     start = tr.init(jax.random.key(0)).params
     params, rows = hrl.imitate(config, start, jax.random.key(1), tr.model)
@@ -342,6 +459,41 @@ def test_hrl_helper_plays_as_bob(bank, low):
     assert seen[actions != NOOP].all() and (actions != NOOP).any()
 
 
+class AlternatingHigh:
+    """A high level choosing predicate 0, then 1, then 0, ... (its memory counts its choices)."""
+
+    def high_init(self, key, state):
+        return jnp.int32(0)
+
+    def high_choose(self, params, key, memory, obs):
+        return memory % 2, memory + 1
+
+
+def test_a_committing_hrl_helper_keeps_its_subgoal_until_it_times_out(bank, low):
+    house = E.HouseholdParams(tasks=bank.states)
+    task = bank.task(0)
+
+    def subgoals(commit):
+        helper = hrl.HRLHelper(AlternatingHigh(), None, TINY, low[0], subgoal_steps=3, commit=commit)
+
+        def body(carry, k):
+            state, memory = carry
+            action, memory = helper.act(k, memory, state)
+            state = E.advance(k, state, jnp.stack([jnp.int32(0), action]), house)[0]
+            return (state, memory), (memory.subgoal, memory.since, memory.high)
+
+        key = jax.random.key(0)
+        return jax.lax.scan(body, (task, helper.init(key, task)), jax.random.split(key, 7))[1]
+
+    run = jax.jit(subgoals, static_argnums=0)
+    chosen, since, high = map(np.asarray, run(True))
+    np.testing.assert_array_equal(chosen, [0, 0, 0, 1, 1, 1, 0])  # an option lasts subgoal_steps steps
+    np.testing.assert_array_equal(since, [0, 1, 2, 0, 1, 2, 0])
+    np.testing.assert_array_equal(high, [1, 1, 1, 2, 2, 2, 3])  # the high level steps once per choice
+    chosen, _, _ = map(np.asarray, run(False))
+    np.testing.assert_array_equal(chosen, [0, 1, 0, 1, 0, 1, 0])  # without commit it chooses every step
+
+
 def test_bad_configs_raise_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="unknown preset"):
         hrl.HRLConfig(preset="huge")
@@ -351,6 +503,10 @@ def test_bad_configs_raise_clear_errors(tmp_path):
         hrl.HRLConfig(split="test-3")
     with pytest.raises(ValueError, match="unknown reward"):
         hrl.HRLConfig(reward="dense")
+    with pytest.raises(ValueError, match="unknown teacher"):
+        hrl.HRLConfig(teacher="oracle")
+    with pytest.raises(ValueError, match="tiny-belief"):
+        hrl.HRLConfig(preset="tiny", teacher="belief")
     with pytest.raises(ValueError, match="unknown subgoal reward"):
         hrl.check_subgoal_params(hrl.SubgoalParams(E.HouseholdParams(tasks=None), reward="dense"))
     with pytest.raises(ValueError, match="must be positive"):

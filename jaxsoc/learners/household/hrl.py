@@ -21,14 +21,19 @@ achieves one subgoal predicate, trained alone with A2C, under the Hybrid's learn
   target]``, with Null merged into target 0 (the world reads the target of a noop as nothing), renormalised
   over the ``valid`` actions of the 968 ids (the others get probability 0).
 - ``expert_action``: the regression planner (``planner.subgoal_action``) for a subgoal episode, a free
-  teacher; ``imitate``: the DAgger warm start on it (``HRLConfig.imitation_frames``).
+  teacher that knows where unseen objects lie; ``belief_action``: a teacher limited to what Bob knows (what he
+  sees, the rooms he has stood in, where objects are commonly kept), which a policy can imitate on its own
+  states; ``imitate``: the DAgger warm start on either (``HRLConfig.imitation_frames``, ``teacher``). A
+  ``belief`` network (presets ``*-belief``, ``tiny-marks``) marks the rooms visited and may walk to the
+  destination out of sight, as that teacher does; ``marks`` adds ``subgoal_marks`` to its node tokens.
 - ``train(config, out)``: the warm start, then A2C (``ppo.a2c_config``: RMSprop, lr 1e-3) in the paper's two
   phases, "grab" then "put" from the grab phase's parameters, on the 1,011 training tasks; run directory
   with ``run.json``, ``metrics.csv`` (``phase`` column), ``curves.png``, ``imitation.csv`` / ``.json`` /
   ``.png``, orbax checkpoints; ``resume`` ends where an uninterrupted run does. ``load(run)`` gives the
   trained policy.
 - ``HRLHelper``: Bob for ``evaluate.play``: the high level (the Hybrid's, ``high_init`` / ``high_choose``) picks
-  a predicate of the goal Bob was given, the low level picks his world action for it.
+  a predicate of the goal Bob was given (at every step, or with ``commit`` as an option kept until it gains an
+  instance or times out), the low level picks his world action for it.
 - ``subgoal_success``: the share of episodes in which the low level alone grabs an object of its predicate's
   class, and the share in which it achieves the predicate (the paper's diagnosis: it grabs but does not put).
 
@@ -164,16 +169,67 @@ def expert_action(state: SubgoalState) -> jax.Array:
     return jnp.where(elsewhere, W.encode_action("walk", rooms[target]), action).astype(jnp.int32)
 
 
+_MAY_HOLD = C.placement_tables()[0]  # [object class, container class]: objects of the class may start inside
+
+
+def belief_action(state: SubgoalState) -> jax.Array:
+    """Returns ``int32``: a teacher for the subgoal that knows only what Bob knows (his observation, the rooms he
+    has stood in, ``state.visited``, and the common knowledge of where objects are kept, ``classes.PLACEMENT``):
+
+    1. holding an object of the class not yet in place: deliver it (``planner.subgoal_action``: walk to the
+       destination, whose place is known even out of sight; open it if it is a closed container; put);
+    2. else an object of the class in view: the nearest (straight line) is fetched (walk to it, grab);
+    3. else a closed container in view where such objects are kept: the nearest is walked to and opened;
+    4. else the nearest room (straight line to its centre) Bob has not stood in yet: walk there;
+    5. else noop.
+
+    Every choice reads the observation (positions relative to Bob, the ``visited`` rooms, the destination) so a
+    policy can imitate it without guessing where unseen objects lie (``expert_action`` knows)."""
+    world, pred = state.world, state.pred
+    nodes = world.nodes
+    holder = W.holders(world)
+    loose = _loose(world, pred)
+    v = W.view(world, 1, holder)
+    mine = loose & (holder == 1)
+    free = loose & (holder < 0) & v.visible
+    dist = jnp.linalg.norm(W.anchors(world, holder) - world.chars.pos[1], axis=-1)
+    obj = jnp.where(mine.any(), jnp.argmax(mine), jnp.argmin(jnp.where(free, dist, jnp.inf)))
+    have = mine.any() | free.any()
+    one = lambda x: jnp.asarray(x, jnp.int32)[None]  # noqa: E731
+    goals = P.Subgoals(pred=one(pred), obj=one(obj), dest=one(world.goal_target[pred]), valid=have[None])
+    pursue = P.subgoal_action(world, 1, goals, jnp.int32(0), v.visible)
+    closed = ((nodes.properties & C.CAN_OPEN) > 0) & ((nodes.states & C.OPEN) == 0)
+    kept = jnp.asarray(_MAY_HOLD)[jnp.asarray(PR.PRED_OBJECT)[pred], nodes.cls]
+    boxes = kept & closed & v.visible & (jnp.asarray(W.NODE_KIND) == 2) & (nodes.cls > 0)
+    box = jnp.argmin(jnp.where(boxes, dist, jnp.inf))
+    open_box = jnp.where(v.close[box], W.encode_action("open", box), W.encode_action("walk", box))
+    unseen = ~state.visited & (nodes.cls[: W.NUM_ROOMS] > 0)
+    room = jnp.argmin(jnp.where(unseen, dist[: W.NUM_ROOMS], jnp.inf))
+    search = jnp.where(boxes.any(), open_box, jnp.where(unseen.any(), W.encode_action("walk", room), 0))
+    return jnp.where(have, pursue, search).astype(jnp.int32)
+
+
+#: the warm start's teachers (``HRLConfig.teacher``): the privileged planner, or one limited to Bob's knowledge
+TEACHERS = {"planner": expert_action, "belief": belief_action}
+
+
 class SubgoalState(struct.PyTreeNode):
     """``world``: the household; ``pred`` int32: the subgoal predicate; ``start`` int32: its instances at the
     episode's start (the "put" phase ends when there are more); ``phase`` int32: the index of the world's phase
     in ``PHASES``, which its auto-resets keep (so a trainer moves its worlds to the curriculum's next phase by
-    setting it, without a new compiled program: ``with_phase``)."""
+    setting it, without a new compiled program: ``with_phase``); ``visited`` bool[4]: the rooms Bob has stood in
+    during the episode (his record of where he has looked; ``belief_action`` and the observation read it)."""
 
     world: W.State
     pred: jax.Array
     start: jax.Array
     phase: jax.Array
+    visited: jax.Array
+
+
+def visit(visited: jax.Array, world: W.State) -> jax.Array:
+    """Returns ``visited`` (bool[4], the rooms Bob has stood in) with Bob's room in ``world`` added."""
+    return visited | (jnp.arange(W.NUM_ROOMS) == world.chars.room[1])
 
 
 def with_phase(state: SubgoalState, phase: str) -> SubgoalState:
@@ -199,16 +255,22 @@ def _in_place(world: W.State, pred: jax.Array) -> jax.Array:
 
 
 def subgoal_observation(
-    obs: dict, pred: jax.Array, goal_target: jax.Array, valid: jax.Array, time_left: jax.Array
+    obs: dict,
+    pred: jax.Array,
+    goal_target: jax.Array,
+    valid: jax.Array,
+    time_left: jax.Array,
+    visited: jax.Array,
 ) -> dict[str, jax.Array]:
     """Returns Bob's observation ``obs`` (``world.observe``) for subgoal ``pred``: with ``subgoal`` int32 (the
     predicate), ``subgoal_target`` int16 (its destination node, ``goal_target[pred]``), ``valid`` bool[968]
-    (the world actions Bob may take: ``world.valid_actions`` flattened, or all True) and ``time_left``
-    float32 (the share of the episode's steps left, in [0, 1])."""
+    (the world actions Bob may take: ``world.valid_actions`` flattened, or all True), ``time_left``
+    float32 (the share of the episode's steps left, in [0, 1]) and ``visited`` bool[4] (the rooms Bob has stood
+    in while pursuing the subgoal)."""
     pred = jnp.asarray(pred, jnp.int32)
     target = goal_target[jnp.clip(pred, 0, PR.NUM_PREDICATES - 1)].astype(jnp.int16)
     extra = {"valid": valid.reshape(W.NUM_ACTIONS), "time_left": jnp.asarray(time_left, jnp.float32)}
-    return {**obs, "subgoal": pred, "subgoal_target": target, **extra}
+    return {**obs, "subgoal": pred, "subgoal_target": target, **extra, "visited": jnp.asarray(visited, bool)}
 
 
 def valid_mask(world: W.State, mask_invalid: bool) -> jax.Array:
@@ -223,7 +285,8 @@ def _observe(state: SubgoalState, params: SubgoalParams) -> dict[str, jax.Array]
     world = state.world
     left = jnp.clip(1.0 - world.step / params.max_steps, 0.0, 1.0)
     valid = valid_mask(world, params.mask_invalid)
-    return subgoal_observation(W.observe(world, 1, False), state.pred, world.goal_target, valid, left)
+    obs = W.observe(world, 1, False)
+    return subgoal_observation(obs, state.pred, world.goal_target, valid, left, state.visited)
 
 
 # -- walking distances and the shaping potential ----------------------------------------------------------
@@ -282,6 +345,7 @@ def observation_space() -> spaces.Dict:
         "subgoal_target": spaces.Box(-1, W.NUM_NODES - 1, (), jnp.int16),
         "valid": spaces.Box(0, 1, (W.NUM_ACTIONS,), jnp.bool_),
         "time_left": spaces.Box(0.0, 1.0, (), jnp.float32),
+        "visited": spaces.Box(0, 1, (W.NUM_ROOMS,), jnp.bool_),
     }
     return spaces.Dict({**E.observation_space().spaces, **extra})
 
@@ -307,7 +371,9 @@ class SubgoalEnv(Environment):
         the observation's settings, ``SubgoalParams``' defaults when None)."""
         pred = jnp.asarray(pred, jnp.int32)
         count = placed_count(world, pred)
-        state = SubgoalState(world=world, pred=pred, start=count, phase=jnp.int32(PHASES.index(phase)))
+        visited = visit(jnp.zeros(W.NUM_ROOMS, bool), world)
+        phase = jnp.int32(PHASES.index(phase))
+        state = SubgoalState(world=world, pred=pred, start=count, phase=phase, visited=visited)
         return _observe(state, SubgoalParams(None) if params is None else params), state
 
     def reset_env(self, key, params):
@@ -338,7 +404,7 @@ class SubgoalEnv(Environment):
             closeness = CLOSE_BONUS * (near | close[world.goal_target[pred]])
         reward = (closeness + EVENT_REWARD * terminated).astype(jnp.float32)
         info = dict(info, success=terminated, grabbed=grabbed, placed=placed, episode_steps=world.step)
-        return state.replace(world=world), reward, terminated, truncated, info
+        return state.replace(world=world, visited=visit(state.visited, world)), reward, terminated, truncated, info
 
     def step_env(self, key, state, action, params):
         state, reward, terminated, truncated, info = self._transition(key, state, action, params)
@@ -372,12 +438,18 @@ class SubgoalEnv(Environment):
 @dataclasses.dataclass(frozen=True)
 class LowLevelConfig:
     """Hyper-parameters of ``LowLevelPolicy``: ``d`` the embedding width (even, a multiple of ``heads``),
-    ``heads`` the Transformer's heads, ``memory_dim`` the LSTM's size, ``num_actions`` the world's 968."""
+    ``heads`` the Transformer's heads, ``memory_dim`` the LSTM's size, ``num_actions`` the world's 968;
+    ``belief``: the policy reads the rooms Bob has stood in (``obs["visited"]``, a learned vector added to those
+    rooms' tokens) and may walk to the destination out of sight (its place is known; ``belief_action``'s
+    setting). Without it (the default, and every run before it) only visible targets can be chosen. ``marks``
+    (needs ``belief``): every node token also reads ``subgoal_marks`` (through a Linear)."""
 
     d: int = 128
     heads: int = 2
     memory_dim: int = 128
     num_actions: int = W.NUM_ACTIONS
+    belief: bool = False
+    marks: bool = False
 
     def __post_init__(self) -> None:
         for name in ("d", "heads", "memory_dim"):
@@ -385,18 +457,48 @@ class LowLevelConfig:
                 raise ValueError(f"LowLevelConfig.{name} must be positive, got {getattr(self, name)}")
         if self.d % 2 or self.d % self.heads:
             raise ValueError(f"LowLevelConfig.d ({self.d}) must be even and a multiple of heads ({self.heads})")
+        if self.marks and not self.belief:
+            raise ValueError("LowLevelConfig.marks needs belief=True")
         if self.num_actions != W.NUM_ACTIONS:
             raise ValueError(
                 f"the low-level policy acts in the world's {W.NUM_ACTIONS} actions, not {self.num_actions}"
             )
 
 
-PRESETS = {"paper": LowLevelConfig(), "tiny": LowLevelConfig(d=16, memory_dim=16)}
+PRESETS = {
+    "paper": LowLevelConfig(),
+    "tiny": LowLevelConfig(d=16, memory_dim=16),
+    "paper-belief": LowLevelConfig(belief=True),
+    "small-belief": LowLevelConfig(d=32, memory_dim=32, belief=True),
+    "tiny-belief": LowLevelConfig(d=16, memory_dim=16, belief=True),
+    "tiny-marks": LowLevelConfig(d=16, memory_dim=16, belief=True, marks=True),
+}
+
+
+NUM_MARKS = 3
+
+
+def subgoal_marks(obs: dict) -> jax.Array:
+    """Returns ``float32[B, 88, NUM_MARKS]``: for each visible node of a batch of ``SubgoalEnv`` observations,
+    whether it is an object of the subgoal's class, whether that object is already in place (its parent the
+    destination, with the predicate's relation), and whether it is a piece of furniture where objects of the
+    class are kept inside (``classes.PLACEMENT``, common knowledge): the class comparisons a narrow network
+    makes poorly from embeddings."""
+    pred = jnp.clip(obs["subgoal"].astype(jnp.int32), 0, PR.NUM_PREDICATES - 1)[:, None]
+    cls, visible = obs["class"].astype(jnp.int32), obs["visible"].astype(bool)
+    wanted = jnp.asarray(PR.PRED_OBJECT)[pred]
+    is_object = visible & (cls == wanted)
+    relation = obs["parent_relation"].astype(jnp.int32) == jnp.asarray(_RELATION)[pred]
+    in_place = is_object & (obs["parent"] == obs["subgoal_target"][:, None]) & relation
+    keeps = visible & jnp.asarray(_MAY_HOLD)[wanted, cls] & (jnp.asarray(W.NODE_KIND) == 2)
+    return jnp.stack([is_object, in_place, keeps], -1).astype(jnp.float32)
 
 
 def check_observations(config: LowLevelConfig, space: Any) -> None:
     """Raises ``ValueError`` unless ``space`` has the subgoal keys and Bob's node observation."""
     needed = {"subgoal", "subgoal_target", "valid", "time_left", "class", "visible"}
+    if config.belief:
+        needed.add("visited")
     missing = sorted(needed - set(getattr(space, "spaces", {})))
     if missing:
         raise ValueError(f"the household low-level policy needs observations {missing}, which the env lacks")
@@ -418,6 +520,10 @@ class LowLevelPolicy(nn.Module):
         self.sigma_type = nn.Dense(c.d)
         self.destination = self.param("destination", nn.initializers.normal(1.0), (c.d,))
         self.null = self.param("null", nn.initializers.normal(1.0), (c.d,))
+        if c.belief:
+            self.visited_room = self.param("visited_room", nn.initializers.normal(1.0), (c.d,))
+        if c.marks:
+            self.marks = nn.Dense(c.d, use_bias=False)
         self.object_head = nn.Dense(1)
         self.lstm = LSTMCell(c.memory_dim)
         self.type_head = nn.Dense(W.NUM_VERBS)
@@ -437,7 +543,8 @@ class LowLevelPolicy(nn.Module):
     def step(self, obs: dict, context: tuple, memory: dict, train: bool = False):
         """Returns ``(log_probs float32[B, 968], value float32[B], memory)`` for a batch of ``SubgoalEnv``
         observations; ``log_probs[b, verb * 88 + target]`` is a normalised joint log-probability, ``_MASKED``
-        (probability 0) where the target is an invisible node other than 0 or the action is not ``valid``."""
+        (probability 0) where the target is an invisible node other than 0 (and, with ``belief``, other than the
+        destination) or the action is not ``valid``."""
         nodes, pooled, _ = self.encoder(obs, train)
         n, batch = W.NUM_NODES, obs["subgoal"].shape[0]
         nodes = nodes[:, :n]
@@ -447,6 +554,13 @@ class LowLevelPolicy(nn.Module):
         target = obs["subgoal_target"].astype(jnp.int32)
         is_destination = jnp.arange(n) == target[:, None]  # [B, N]
         nodes = nodes + is_destination[..., None] * self.destination
+        selectable = obs["visible"].astype(bool)
+        if self.config.belief:  # the rooms already searched are marked; the destination's place is known
+            been = jnp.zeros((batch, n), bool).at[:, : W.NUM_ROOMS].set(obs["visited"].astype(bool))
+            nodes = nodes + been[..., None] * self.visited_room
+            selectable = selectable | is_destination
+        if self.config.marks:
+            nodes = nodes + self.marks(subgoal_marks(obs))
         destination = jnp.take_along_axis(nodes, jnp.clip(target, 0, n - 1)[:, None, None], 1)[:, 0]  # [B, d]
         sigma_object, sigma_type = nn.sigmoid(self.sigma_object(goal)), nn.sigmoid(self.sigma_type(goal))
         # the LSTM reads the gated state, the subgoal, its destination's token, what Bob holds and the time left
@@ -459,7 +573,7 @@ class LowLevelPolicy(nn.Module):
         # object logits: the gated token's own score plus its match with a query from the LSTM's state
         query = self.query(h)  # [B, d]
         node_logits = self.object_head(sigma_object[:, None] * nodes)[..., 0] + jnp.einsum("bnd,bd->bn", nodes, query)
-        node_logits = jnp.where(obs["visible"].astype(bool), node_logits, _MASKED)
+        node_logits = jnp.where(selectable, node_logits, _MASKED)
         null_logit = self.object_head(sigma_object * self.null)  # [B, 1]
         log_object = jax.nn.log_softmax(jnp.concatenate([node_logits, null_logit], -1))
         log_target = log_object[:, :n].at[:, 0].set(jnp.logaddexp(log_object[:, 0], log_object[:, n]))
@@ -509,6 +623,9 @@ class HRLConfig:
             of the regression planner (``expert_action``) on full subgoal episodes, DAgger-style (the frames'
             actions come from the expert with probability ``beta``, falling linearly from 1 to 0 over the
             first three quarters, else from the learner; every frame is labelled with the expert's action).
+        teacher: the warm start's labels (``TEACHERS``): ``"planner"`` (``expert_action``, which knows where
+            unseen objects lie) or ``"belief"`` (``belief_action``, limited to what Bob knows; needs a preset
+            whose network has ``belief``, e.g. ``"tiny-belief"``).
         imitation_lr, imitation_epochs: Adam's learning rate and its steps on each batch of the warm start.
         chunk_updates: updates per compiled call (progress, metrics and checkpoints between chunks).
         checkpoint_every: updates between checkpoints (rounded up to chunks; always at a phase's end).
@@ -534,6 +651,7 @@ class HRLConfig:
     reward: str = "shaped"
     mask_invalid: bool = True
     imitation_frames: int = 0
+    teacher: str = "planner"
     imitation_lr: float = 3e-3
     imitation_epochs: int = 4
     chunk_updates: int = 10
@@ -550,6 +668,14 @@ class HRLConfig:
                 raise ValueError(f"unknown task split {split!r}; choose from {sorted(T.SPLITS)}")
         if self.reward not in REWARDS:
             raise ValueError(f"unknown reward {self.reward!r}; choose from {list(REWARDS)}")
+        if self.teacher not in TEACHERS:
+            raise ValueError(f"unknown teacher {self.teacher!r}; choose from {sorted(TEACHERS)}")
+        if self.teacher == "belief" and not PRESETS[self.preset].belief:
+            belief = sorted(name for name, c in PRESETS.items() if c.belief)
+            raise ValueError(
+                f"teacher 'belief' walks to the destination out of sight, which preset {self.preset!r}'s network "
+                f"cannot choose; use one of {belief}"
+            )
         if self.imitation_frames < 0 or not self.imitation_lr > 0:
             raise ValueError("HRLConfig needs imitation_frames >= 0 and imitation_lr > 0")
         names = (
@@ -624,10 +750,12 @@ _SCHEDULE_FIELDS = ("chunk_updates", "checkpoint_every", "eval_episodes", "eval_
 IMITATION_CSV, IMITATION_PNG, IMITATION_STEPS = "imitation.csv", "imitation.png", 20
 
 
-@functools.partial(jax.jit, static_argnames=("policy", "tx", "num_steps", "epochs"))
-def _imitation_update(policy, tx, params, opt_state, carry, beta, env_params, num_steps: int, epochs: int):
-    """One DAgger update: ``num_steps`` frames in every world (actions: the expert's with probability ``beta``,
-    else sampled from the policy), labelled with ``expert_action``, then ``epochs`` Adam steps on the
+@functools.partial(jax.jit, static_argnames=("policy", "tx", "num_steps", "epochs", "teacher"))
+def _imitation_update(
+    policy, tx, params, opt_state, carry, beta, env_params, num_steps: int, epochs: int, teacher: str = "planner"
+):
+    """One DAgger update: ``num_steps`` frames in every world (actions: the teacher's with probability ``beta``,
+    else sampled from the policy), labelled by ``TEACHERS[teacher]``, then ``epochs`` Adam steps on the
     cross-entropy of the labels (BPTT over the frames). ``carry``: ``(obs, states, memory, done, key)`` of the
     worlds. Returns ``(params, opt_state, carry, metrics)``: ``loss`` (mean cross-entropy before the first
     step), ``accuracy`` (the policy's mode equal to the label, before it), ``episodes`` ended and their
@@ -643,7 +771,7 @@ def _imitation_update(policy, tx, params, opt_state, carry, beta, env_params, nu
         mask = 1.0 - done.astype(jnp.float32)
         memory = registry.reset_memory(memory, mask)
         log_probs, _, memory = policy.apply({"params": params}, obs, (), memory, method="step")
-        label = jax.vmap(expert_action)(states)
+        label = jax.vmap(TEACHERS[teacher])(states)
         own = jax.random.categorical(k_act, log_probs).astype(jnp.int32)
         action = jnp.where(jax.random.uniform(k_mix, label.shape) < beta, label, own)
         new_obs, states, _, terminated, truncated, info = step(
@@ -656,9 +784,10 @@ def _imitation_update(policy, tx, params, opt_state, carry, beta, env_params, nu
     (obs, states, memory, done), (seq_obs, masks, labels, ended, success) = jax.lax.scan(
         act, (obs, states, memory, done), jax.random.split(k_run, num_steps)
     )
-    # a label counts when the policy can take it (a valid action on a visible target)
+    # a label counts when the policy can take it (a valid action on a visible target, or the destination)
     node = labels % W.NUM_NODES
     seen = jnp.take_along_axis(seq_obs["visible"], node[..., None], -1)[..., 0] | (node == 0)
+    seen = seen | ((node == seq_obs["subgoal_target"]) & policy.config.belief)
     usable = (jnp.take_along_axis(seq_obs["valid"], labels[..., None], -1)[..., 0] & seen).astype(jnp.float32)
 
     def loss_fn(p):
@@ -686,7 +815,8 @@ def _imitation_update(policy, tx, params, opt_state, carry, beta, env_params, nu
 def imitate(
     config: HRLConfig, params: Any, key: jax.Array, model: nn.Module, progress: bool = False
 ) -> tuple[Any, list[dict]]:
-    """Returns ``(params, rows)``: ``params`` after ``config.imitation_frames`` frames of DAgger on the "put"
+    """Returns ``(params, rows)``: ``params`` after ``config.imitation_frames`` frames of DAgger (on
+    ``config.teacher``'s labels) on the "put"
     phase's worlds (``_imitation_update``; ``num_envs`` worlds, ``IMITATION_STEPS`` frames per update, ``beta``
     falling linearly from 1 to 0 over the first three quarters of the updates), and
     one row per update (``update``, ``frames``, ``beta``, ``loss``, ``accuracy``, ``episodes``,
@@ -705,7 +835,16 @@ def imitate(
     for u in tqdm(range(updates), unit="upd", desc="hrl imitation", disable=not progress):
         beta = max(0.0, 1.0 - u / max(1.0, updates * 0.75))
         params, opt_state, carry, m = _imitation_update(
-            model, tx, params, opt_state, carry, jnp.float32(beta), env_params, IMITATION_STEPS, config.imitation_epochs
+            model,
+            tx,
+            params,
+            opt_state,
+            carry,
+            jnp.float32(beta),
+            env_params,
+            IMITATION_STEPS,
+            config.imitation_epochs,
+            config.teacher,
         )
         m = {k: np.asarray(v).item() for k, v in jax.device_get(m).items()}
         rate = m["successes"] / m["episodes"] if m["episodes"] else float("nan")
@@ -917,12 +1056,16 @@ def load(run: str | Path) -> tuple[LowLevelPolicy, dict[str, Any], HRLConfig]:
 class HRLMemory(struct.PyTreeNode):
     """The helper's memory: ``high`` the high level's, ``low`` the low level's LSTM (``[1, memory_dim]``),
     ``subgoal`` int32 the current predicate (-1 before the first step, ``NONE`` when idle), ``since`` int32 the
-    steps spent on it, and the goal Bob was given (``goal_count`` int8[30], ``goal_target`` int16[30])."""
+    steps spent on it, ``visited`` bool[4] the rooms Bob has stood in since it began, ``start`` int32 its instances
+    (under Bob's goal) when it began, and the goal Bob was given (``goal_count`` int8[30], ``goal_target``
+    int16[30])."""
 
     high: Any
     low: Any
     subgoal: jax.Array
     since: jax.Array
+    visited: jax.Array
+    start: jax.Array
     goal_count: jax.Array
     goal_target: jax.Array
 
@@ -938,7 +1081,12 @@ class HRLHelper:
     the inferred goal there) and the low level Bob's world action for it (sampled, or its mode with
     ``greedy``); its LSTM restarts when the subgoal changes. The low level's ``time_left`` counts down over
     ``subgoal_steps`` steps from the subgoal's start (as in a training episode of that many steps); its
-    ``valid`` actions are ``world.valid_actions``'s (``mask_invalid``). No subgoal: a noop."""
+    ``valid`` actions are ``world.valid_actions``'s (``mask_invalid``). No subgoal: a noop.
+
+    ``commit``: the subgoal is kept, as an option, until it gains an instance under Bob's goal or
+    ``subgoal_steps`` steps pass (a wait lasts one step); only then does the high level choose again (its memory
+    steps once per choice). Without it the high level chooses at every step (the runs before the belief low
+    level were evaluated so)."""
 
     high: Any
     high_params: Any
@@ -947,6 +1095,7 @@ class HRLHelper:
     greedy: bool = False
     subgoal_steps: int = 100
     mask_invalid: bool = True
+    commit: bool = False
 
     def init(self, key: jax.Array, state: W.State) -> HRLMemory:
         """Returns the memory at the start of an episode in ``state`` (whose goal is Bob's)."""
@@ -955,6 +1104,8 @@ class HRLHelper:
             low=self.low.initial_memory(1),
             subgoal=jnp.int32(-1),
             since=jnp.int32(0),
+            visited=jnp.zeros(W.NUM_ROOMS, bool),
+            start=jnp.int32(0),
             goal_count=state.goal_count.astype(jnp.int8),
             goal_target=state.goal_target.astype(jnp.int16),
         )
@@ -963,27 +1114,43 @@ class HRLHelper:
         """Returns ``(action int32, memory)`` for this step in the true ``state`` (read through Bob's eyes)."""
         k_high, k_low = jax.random.split(key)
         obs = {**W.observe(state, 1, False), "goal": memory.goal_count, "goal_target": memory.goal_target}
-        pred, high = self.high.high_choose(self.high_params, k_high, memory.high, obs)
-        pred = jnp.asarray(pred, jnp.int32)
-        same = pred == memory.subgoal
+        choice, high = self.high.high_choose(self.high_params, k_high, memory.high, obs)
+        choice = jnp.asarray(choice, jnp.int32)
+        bobs = state.replace(goal_target=memory.goal_target.astype(state.goal_target.dtype))
+        placed = lambda p: placed_count(bobs, jnp.clip(p, 0, PR.NUM_PREDICATES - 1))  # noqa: E731
+        if self.commit:
+            ended = (memory.subgoal < 0) | (memory.subgoal >= NONE) | (memory.since + 1 >= self.subgoal_steps)
+            ended = ended | (placed(memory.subgoal) > memory.start)
+            pred = jnp.where(ended, choice, memory.subgoal)
+            high = jax.tree_util.tree_map(lambda new, old: jnp.where(ended, new, old), high, memory.high)
+            same = ~ended
+        else:
+            pred = choice
+            same = pred == memory.subgoal
+        start = jnp.where(same, memory.start, placed(pred))
         keep = same.astype(jnp.float32)[None]
         since = jnp.where(same, memory.since + 1, 0)
+        visited = visit(jnp.where(same, memory.visited, False), state)
         left = jnp.clip(1.0 - since / self.subgoal_steps, 0.0, 1.0)
         valid = valid_mask(state, self.mask_invalid)
-        low_obs = subgoal_observation(obs, pred, memory.goal_target, valid, left)
+        low_obs = subgoal_observation(obs, pred, memory.goal_target, valid, left, visited)
         batch = jax.tree_util.tree_map(lambda x: x[None], low_obs)
         log_probs, _, low = self.low.apply(
             self.low_params, batch, (), registry.reset_memory(memory.low, keep), method="step"
         )
         sampled = jax.random.categorical(k_low, log_probs[0])
         action = jnp.where(pred >= NONE, 0, jnp.argmax(log_probs[0]) if self.greedy else sampled)
-        memory = memory.replace(high=high, low=low, subgoal=pred, since=since)
+        memory = memory.replace(high=high, low=low, subgoal=pred, since=since, visited=visited, start=start)
         return action.astype(jnp.int32), memory
 
 
-def helper_from_run(run: str | Path, hybrid_run: str | Path, greedy: bool = False) -> HRLHelper:
+def helper_from_run(
+    run: str | Path, hybrid_run: str | Path, greedy: bool = False, commit: bool | None = None
+) -> HRLHelper:
     """Returns the HRL helper of a low-level run ``run`` under the high level of a Hybrid run ``hybrid_run``
-    (``hybrid.load``, ``hybrid.HighLevel``); ``greedy`` takes both levels' most likely choices."""
+    (``hybrid.load``, ``hybrid.HighLevel``); ``greedy`` takes both levels' most likely choices; ``commit``
+    (``HRLHelper.commit``; None: when the low level is a ``belief`` network, whose training episodes pursue one
+    subgoal to its end, as the committing Hybrid's options do)."""
     from jaxsoc.learners.household import hybrid
 
     policy, high_params, _ = hybrid.load(hybrid_run)
@@ -997,6 +1164,7 @@ def helper_from_run(run: str | Path, hybrid_run: str | Path, greedy: bool = Fals
         greedy=greedy,
         subgoal_steps=config.max_steps,
         mask_invalid=config.mask_invalid,
+        commit=low.config.belief if commit is None else commit,
     )
 
 
