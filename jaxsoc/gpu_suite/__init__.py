@@ -13,7 +13,8 @@ generated and rendered per second, and the 28,000-episode background set against
 (the Watch-And-Help household's random-action steps/s against the issue's 1e7), ``household_agents`` (Alice and the
 HP helper planning every step), ``chaic`` (CHAIC's world events and agent steps/s, random actions against the
 issue's 1e6 agent steps/s, and the rule-based agents'), ``chaic_learners`` (the PPO helper's training rate),
-``household_learners`` (the goal-inference model's, the Hybrid's and the HRL's training rates), ``excalibur``
+``household_learners`` (the goal-inference model's, the Hybrid's and the HRL's training rates, and the HRL
+warm start's), ``excalibur``
 (EXCALIBUR's steps/s against the issue's 1e8), ``excalibur_learners`` (the answerer's and the PPO explorers'
 training rates), ``ppo`` (the Small model to 99% on GoToRedBallGrey and GoToLocal),
 ``bc`` (the Small model by behaviour cloning on 8,000 and 5,657 bot demonstrations), ``bib_learners`` (BIB's four
@@ -334,6 +335,7 @@ PARTS: tuple[Part, ...] = (
             watch_steps=20,
             hybrid_envs=[16, 256, 2048],
             hrl_envs=[32, 1024, 8192],
+            hrl_imitation_envs=[32, 1024],
             updates=10,
             repeats=1,
         ),
@@ -343,6 +345,7 @@ PARTS: tuple[Part, ...] = (
             watch_steps=1,
             hybrid_envs=[],  # its compile (Alice's planner: ~50 s on a CPU) is tested in test_household_hybrid.py
             hrl_envs=[2],
+            hrl_imitation_envs=[],  # its own program at toy size: tests/test_gpu_suite_smoke.py (slow)
             updates=1,
             repeats=1,
         ),
@@ -352,7 +355,8 @@ PARTS: tuple[Part, ...] = (
         "world, Bob's belief and regression planner) and of the HRL low level (paper preset, Bob alone), 20 frames "
         "per world per update; compile apart, a warm-up call, then one timed call. Projections: one goal-model "
         "epoch over the paper's 6,314 demonstrations; the original's 100,000 Hybrid episodes of at most 250 steps; "
-        "the HRL curriculum's 7.6 M frames.",
+        "the HRL curriculum's 7.6 M frames. `hrl_imitation_envs`: the HRL low level's DAgger warm start on the "
+        "belief teacher (`tiny-marks`, 4 Adam steps per batch of 20 frames per world), projected over its 256k frames.",
     ),
     Part(
         "chaic_learners",

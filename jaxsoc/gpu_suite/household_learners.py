@@ -14,6 +14,10 @@ a warm-up call, then the best of ``repeats``):
   episodes of at most 250 steps (``PAPER_HYBRID_FRAMES``, an upper bound).
 - ``hrl``: ``updates`` A2C updates of the HRL low level (``hrl.trainer``, the paper preset, ``size`` worlds x
   20 frames, Bob alone), with the projected hours of ``HRLConfig``'s default curriculum (7.6 M frames).
+- ``hrl_imitation``: ``updates`` updates of the HRL low level's DAgger warm start on the belief teacher
+  (``hrl._imitation_update``: ``size`` worlds x 20 frames labelled by ``hrl.belief_action``, 4 Adam steps on
+  each batch with BPTT; the ``tiny-marks`` network of ``hrl_marks/``), with the projected hours of that run's
+  256,000 frames (``BELIEF_WARM_START_FRAMES``).
 
 Sizes go smallest first: a program that runs out of device memory fails the part (recorded with its error)
 after the smaller rows are saved.
@@ -33,6 +37,8 @@ from jaxsoc.gpu_suite.core import Context, Program, measure_programs, trainer_pr
 PAPER_WATCH_DEMOS = 1011 + 5303
 #: the original's Hybrid training: 100,000 episodes of at most 250 steps
 PAPER_HYBRID_FRAMES = 100_000 * 250
+#: the frames of the HRL low level's warm start on the belief teacher (``household_learners_cpu/hrl_marks``)
+BELIEF_WARM_START_FRAMES = 256_000
 
 
 def _watch_program(size: int, length: int, steps: int, repeats: int) -> Program:
@@ -98,13 +104,63 @@ def _rl_program(learner: str, size: int, updates: int, repeats: int) -> Program:
     return trainer_program(key, make, updates, per_update, frames, repeats, learner=learner, size=size)
 
 
+def _imitation_program(size: int, updates: int, repeats: int) -> Program:
+    import optax
+
+    from jaxsoc.learners.household import hrl
+
+    config = hrl.HRLConfig(preset="tiny-marks", teacher="belief", num_envs=size, max_steps=50)
+    per_update = size * hrl.IMITATION_STEPS
+
+    def build():
+        model = hrl.LowLevelPolicy(hrl.PRESETS[config.preset])
+        env, env_params = hrl.SubgoalEnv(), config.params("put")
+        tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(config.imitation_lr))
+
+        def run(key):
+            k_init, k_reset, k_run = jax.random.split(key, 3)
+            obs, states = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, size), env_params)
+            memory = model.initial_memory(size)
+            params = model.init(k_init, obs, memory)["params"]
+            carry = (obs, states, memory, jnp.zeros(size, bool), k_run)
+
+            def body(c, _):
+                params, opt_state, carry = c
+                args = (params, opt_state, carry, jnp.float32(0.5), env_params, hrl.IMITATION_STEPS)
+                params, opt_state, carry, metrics = hrl._imitation_update(
+                    model, tx, *args, config.imitation_epochs, config.teacher
+                )
+                return (params, opt_state, carry), metrics["loss"]
+
+            _, losses = jax.lax.scan(body, (params, tx.init(params), carry), None, length=updates)
+            return losses[-1]
+
+        return run
+
+    def finish(compile_s: float, run_s: float, _) -> dict:
+        rate = updates * per_update / run_s
+        return {
+            "learner": "hrl_imitation",
+            "size": size,
+            "updates": updates,
+            "compile_s": compile_s,
+            "run_s": run_s,
+            "env_steps_per_s": rate,
+            "projected_hours": BELIEF_WARM_START_FRAMES / rate / 3600,
+        }
+
+    return Program(f"hrl_imitation|envs={size}|updates={updates}", build, finish, repeats)
+
+
 def household_learners(ctx: Context) -> Iterator[dict]:
     """Yields one row per program (module docstring), each kind's sizes in the order given. Parameters:
-    ``watch_batches``, ``watch_length``, ``watch_steps``, ``hybrid_envs``, ``hrl_envs``, ``updates``, ``repeats``."""
+    ``watch_batches``, ``watch_length``, ``watch_steps``, ``hybrid_envs``, ``hrl_envs``, ``hrl_imitation_envs``,
+    ``updates``, ``repeats``."""
     p = ctx.params
     programs = [_watch_program(b, p["watch_length"], p["watch_steps"], p["repeats"]) for b in p["watch_batches"]]
     programs += [_rl_program("hybrid", n, p["updates"], p["repeats"]) for n in p["hybrid_envs"]]
     programs += [_rl_program("hrl", n, p["updates"], p["repeats"]) for n in p["hrl_envs"]]
+    programs += [_imitation_program(n, p["updates"], p["repeats"]) for n in p["hrl_imitation_envs"]]
     yield from measure_programs(ctx, programs)
 
 
@@ -126,9 +182,11 @@ def render_household_learners(rows: list[dict]) -> str:
                 f"of {PAPER_WATCH_DEMOS:,} | {_num(r['compile_s'], '.0f')} |"
             )
         else:
-            what = "Hybrid (Alice in the loop)" if r["learner"] == "hybrid" else "HRL low level"
+            names = {"hybrid": "Hybrid (Alice in the loop)", "hrl": "HRL low level"}
+            what = names.get(r["learner"], "HRL low level's warm start (belief teacher, tiny-marks)")
+            frames = "the warm start's 256k frames" if r["learner"] == "hrl_imitation" else "the paper's frames"
             lines.append(
                 f"| {what} | {r['size']} | {_num(r['env_steps_per_s'], '.3g')} env steps/s | "
-                f"{_num(r['projected_hours'], '.3g')} h for the paper's frames | {_num(r['compile_s'], '.0f')} |"
+                f"{_num(r['projected_hours'], '.3g')} h for {frames} | {_num(r['compile_s'], '.0f')} |"
             )
     return "\n".join(lines)
