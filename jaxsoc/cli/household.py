@@ -239,7 +239,8 @@ def _helper_agent(name: str, args):
     if name == "hrl":
         from jaxsoc.learners.household import hrl
 
-        return hrl.helper_from_run(args.hrl, args.hybrid)
+        commit = {"auto": None, "on": True, "off": False}[args.hrl_commit]
+        return hrl.helper_from_run(args.hrl, args.hybrid, commit=commit)
     kind = {"hp": "hp", "hp-tg": "hp", "oracle-ab": "oracle-b"}.get(name, name)
     return AG.make_agent(kind, args.simulations)
 
@@ -627,6 +628,13 @@ def add_parser(sub) -> None:
     evaluate.add_argument("--demos", help="directory with <split>.npz paired demonstrations (default: record them)")
     evaluate.add_argument("--hybrid", help="a 'jaxsoc train hybrid' run (for --helper hybrid and hrl)")
     evaluate.add_argument("--hrl", help="a 'jaxsoc train hrl' run: the low-level policy of --helper hrl")
+    evaluate.add_argument(
+        "--hrl-commit",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="hrl keeps its subgoal until it gains an instance or times out (on), or its high level chooses at "
+        "every step (off); auto: on for a low level trained on the belief teacher (a belief network)",
+    )
     evaluate.add_argument("--split", choices=list(SPLITS), default="test-1")
     evaluate.add_argument("--tasks", help="a task file (instead of --split)")
     evaluate.add_argument("--task-seed", type=int, default=0, help="the seed the split is built from")
