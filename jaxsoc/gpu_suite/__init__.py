@@ -49,8 +49,8 @@ temp dir), so a call that was cut off does not pay its compilations again on the
 temporary directory, never ``benchmarks/``. CI's ``tests/test_gpu_suite.py`` runs every part but the learners'
 (``ppo``, ``ppo_paper``, ``household_learners``, ``bib_learners``, ``chaic_learners``, ``excalibur_learners``) at
 toy sizes; those run in
-its ``slow`` test, where the toy ``household_learners`` leaves the Hybrid out, and ``tests/test_gpu_suite_smoke.py``
-(``slow``) runs the Hybrid's program. Without ``--toy`` the suite
+its ``slow`` test, where the toy ``household_learners`` leaves the Hybrid and the HRL warm start out, and
+``tests/test_gpu_suite_smoke.py`` (``slow``) runs those two programs. Without ``--toy`` the suite
 refuses to run on a CPU (``--allow-cpu`` overrides).
 
 **Adding a part** (the household, CHAIC and EXCALIBUR families): write, in a module of this package, a
