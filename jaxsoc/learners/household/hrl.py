@@ -1083,10 +1083,10 @@ class HRLHelper:
     ``subgoal_steps`` steps from the subgoal's start (as in a training episode of that many steps); its
     ``valid`` actions are ``world.valid_actions``'s (``mask_invalid``). No subgoal: a noop.
 
-    ``commit``: the subgoal is kept, as an option, until it gains an instance under Bob's goal or
-    ``subgoal_steps`` steps pass (a wait lasts one step); only then does the high level choose again (its memory
-    steps once per choice). Without it the high level chooses at every step (the runs before the belief low
-    level were evaluated so)."""
+    ``commit``: the subgoal is kept, as an option, until it gains an instance under Bob's goal (the true count, as
+    the Hybrid's options read it) or ``subgoal_steps`` steps pass (a wait lasts one step); only then does the high
+    level choose again (its memory steps once per choice). Without it the high level chooses at every step (the
+    runs before the belief low level were evaluated so)."""
 
     high: Any
     high_params: Any
