@@ -34,3 +34,10 @@ $J bib eval $R/sym-rnn --pairs 200 --seed 1 --no-reference --batch 100 --out $OU
   --types preference multi_agent inaccessible_goal efficiency_path efficiency_time
 taskset -c 1 python -m jaxsoc.cli bib eval $R/sym-rnn --pairs 200 --seed 1 --no-reference --batch 100 --out $OUT/sym_rnn_b \
   --types efficiency_irrational instrumental_no_barrier instrumental_inconsequential_barrier instrumental_blocking_barrier
+
+# 5. (2026-12-02) the symbolic BC-MLP (the committed sym-mlp/) on 1,000 pairs per type, in two halves at once
+F=benchmarks/results/bib_learners_cpu/finetune
+$J bib eval $F/sym-mlp --pairs 1000 --seed 1 --no-reference --batch 100 --out $OUT/sym_mlp_1000_a \
+  --types preference multi_agent inaccessible_goal efficiency_path efficiency_time
+taskset -c 1 python -m jaxsoc.cli bib eval $F/sym-mlp --pairs 1000 --seed 1 --no-reference --batch 100 --out $OUT/sym_mlp_1000_b \
+  --types efficiency_irrational instrumental_no_barrier instrumental_inconsequential_barrier instrumental_blocking_barrier
