@@ -513,6 +513,8 @@ def test_bad_configs_raise_clear_errors(tmp_path):
         hrl.HRLConfig(max_steps=0)
     with pytest.raises(ValueError, match="even"):
         hrl.LowLevelConfig(d=15)
+    with pytest.raises(ValueError, match="marks needs belief"):
+        hrl.LowLevelConfig(marks=True)
     with pytest.raises(ValueError, match="phase"):
         hrl.check_subgoal_params(hrl.SubgoalParams(E.HouseholdParams(tasks=None), phase="drop"))
     with pytest.raises(ValueError, match="not an HRL low-level run"):
