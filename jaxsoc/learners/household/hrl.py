@@ -143,6 +143,14 @@ def subgoal_params(
     return params
 
 
+def _pursue(world: W.State, pred: jax.Array, obj: jax.Array, exists: jax.Array, seen: jax.Array) -> jax.Array:
+    """Returns ``int32``: ``planner.subgoal_action`` for Bob placing object ``obj`` as predicate ``pred`` asks
+    (noop unless ``exists``), with ``seen`` bool[N] the nodes he sees."""
+    one = lambda x: jnp.asarray(x, jnp.int32)[None]  # noqa: E731
+    goals = P.Subgoals(pred=one(pred), obj=one(obj), dest=one(world.goal_target[pred]), valid=exists[None])
+    return P.subgoal_action(world, 1, goals, jnp.where(exists, 0, -1), seen)
+
+
 def expert_action(state: SubgoalState) -> jax.Array:
     """Returns ``int32``: the regression planner's action (``planner.subgoal_action``) for Bob's subgoal in
     ``state``: deliver the object of the class he holds (not yet in place), else fetch one: a visible one if
@@ -160,10 +168,7 @@ def expert_action(state: SubgoalState) -> jax.Array:
     dist = jax.vmap(walk_distance, (None, None, None, 0, 0))(world, me_room, me_pos, rooms, anchor)
     pick = jnp.where(free & seen, dist, jnp.where(free, dist + 1e3, jnp.inf))
     obj = jnp.where(mine.any(), jnp.argmax(mine), jnp.argmin(pick))
-    exists = mine.any() | free.any()
-    one = lambda x: jnp.asarray(x, jnp.int32)[None]  # noqa: E731
-    goals = P.Subgoals(pred=one(pred), obj=one(obj), dest=one(world.goal_target[pred]), valid=exists[None])
-    action = P.subgoal_action(world, 1, goals, jnp.where(exists, 0, -1), seen)
+    action = _pursue(world, pred, obj, mine.any() | free.any(), seen)
     verb, target = W.decode_action(action)
     elsewhere = (verb == W.V["walk"]) & ~seen[target]  # unseen furniture of another room: go to that room first
     return jnp.where(elsewhere, W.encode_action("walk", rooms[target]), action).astype(jnp.int32)
@@ -195,9 +200,7 @@ def belief_action(state: SubgoalState) -> jax.Array:
     dist = jnp.linalg.norm(W.anchors(world, holder) - world.chars.pos[1], axis=-1)
     obj = jnp.where(mine.any(), jnp.argmax(mine), jnp.argmin(jnp.where(free, dist, jnp.inf)))
     have = mine.any() | free.any()
-    one = lambda x: jnp.asarray(x, jnp.int32)[None]  # noqa: E731
-    goals = P.Subgoals(pred=one(pred), obj=one(obj), dest=one(world.goal_target[pred]), valid=have[None])
-    pursue = P.subgoal_action(world, 1, goals, jnp.int32(0), v.visible)
+    pursue = _pursue(world, pred, obj, have, v.visible)
     closed = ((nodes.properties & C.CAN_OPEN) > 0) & ((nodes.states & C.OPEN) == 0)
     kept = jnp.asarray(_MAY_HOLD)[jnp.asarray(PR.PRED_OBJECT)[pred], nodes.cls]
     boxes = kept & closed & v.visible & (jnp.asarray(W.NODE_KIND) == 2) & (nodes.cls > 0)
