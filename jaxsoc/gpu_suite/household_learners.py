@@ -105,8 +105,6 @@ def _rl_program(learner: str, size: int, updates: int, repeats: int) -> Program:
 
 
 def _imitation_program(size: int, updates: int, repeats: int) -> Program:
-    import optax
-
     from jaxsoc.learners.household import hrl
 
     config = hrl.HRLConfig(preset="tiny-marks", teacher="belief", num_envs=size, max_steps=50)
@@ -115,7 +113,7 @@ def _imitation_program(size: int, updates: int, repeats: int) -> Program:
     def build():
         model = hrl.LowLevelPolicy(hrl.PRESETS[config.preset])
         env, env_params = hrl.SubgoalEnv(), config.params("put")
-        tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(config.imitation_lr))
+        tx = hrl.imitation_optimizer(config)
 
         def run(key):
             k_init, k_reset, k_run = jax.random.split(key, 3)

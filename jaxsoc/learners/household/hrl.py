@@ -815,6 +815,11 @@ def _imitation_update(
     return params, opt_state, (obs, states, memory, done, key), metrics
 
 
+def imitation_optimizer(config: HRLConfig) -> optax.GradientTransformation:
+    """Returns the warm start's optimizer: Adam at ``config.imitation_lr`` after clipping the global norm to 1."""
+    return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(config.imitation_lr))
+
+
 def imitate(
     config: HRLConfig, params: Any, key: jax.Array, model: nn.Module, progress: bool = False
 ) -> tuple[Any, list[dict]]:
@@ -827,7 +832,7 @@ def imitate(
     env_params = config.params("put")
     frames = config.num_envs * IMITATION_STEPS
     updates = max(1, config.imitation_frames // frames)
-    tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(config.imitation_lr))
+    tx = imitation_optimizer(config)
     opt_state = tx.init(params)
     k_reset, key = jax.random.split(key)
     obs, states = jax.vmap(SubgoalEnv().reset, in_axes=(0, None))(
