@@ -75,6 +75,12 @@ def encoder():
 
 
 @pytest.fixture(scope="module")
+def cells():
+    frames = jnp.asarray(rng(12).uniform(size=(B, 84, 84, 3)), jnp.float32)
+    return prepare(bib.CellEncoder(), frames)
+
+
+@pytest.fixture(scope="module")
 def contrast():
     model = bib.ATCContrast()
     args = (normal((4, 128), 1), normal((4, 128), 2))
@@ -149,6 +155,29 @@ def test_encoder_shapes_and_uint8(encoder):
     leading = apply(variables, floats.reshape(1, B, 84, 84, 3))
     assert leading.shape == (1, B, 128)
     np.testing.assert_allclose(leading[0], z, rtol=1e-5, atol=1e-5)
+
+
+def test_cell_encoder_gives_each_cell_its_own_features(cells):
+    """``100 * cell_channels`` features, row by row, then ``keypoints`` (row, col) pairs in [0, 1]; a change inside
+    one cell (8.4 px) reaches only that cell's features and its neighbours' (the convolutions see 3 px beyond a
+    pixel), and the parameters are the layer list's."""
+    model, variables, (frames,), apply = cells
+    z = apply(variables, frames)
+    per_cell, keypoints = 100 * model.cell_channels, model.keypoints
+    assert z.shape == (B, per_cell + 2 * keypoints) and z.dtype == jnp.float32
+    assert keypoints > 0 and (z[:, per_cell:] >= 0).all() and (z[:, per_cell:] <= 1).all()
+    c1, c2 = model.channels
+    layers = conv(4, 3, c1) + conv(3, c1, c2) + dense(c2 + 3, 32) + dense(32, model.cell_channels) + dense(32, 8)
+    assert bib.param_count(variables) == layers
+    row, col = 4, 6  # pixels 34-41 and 51-58 lie inside cell (4, 6) at 8.4 px per cell
+    changed = frames.at[:, 35:41, 52:58].set(1.0 - frames[:, 35:41, 52:58])
+    moved = np.abs(np.asarray(apply(variables, changed) - z))[:, :per_cell].reshape(B, 10, 10, -1).max(axis=(0, 3))
+    assert moved[row, col] > 1e-3
+    near = np.zeros((10, 10), bool)
+    near[row - 1 : row + 2, col - 1 : col + 2] = True
+    assert (moved[~near] == 0).all(), np.argwhere(moved > 0)
+    as_uint8 = apply(variables, (frames * 255).astype(jnp.uint8))
+    np.testing.assert_allclose(as_uint8, z, atol=0.05)  # uint8 frames are read as /255 (rounding apart)
 
 
 # ---------------------------------------------------------------------------------------------------- ATC
@@ -321,7 +350,7 @@ def test_video_rnn_entry_points(video):
 # ---------------------------------------------------------------------------------------------------- jit, vmap
 
 
-@pytest.mark.parametrize("name", ["encoder", "contrast", "lstm2", "bcmlp", "bcrnn", "video"])
+@pytest.mark.parametrize("name", ["encoder", "cells", "contrast", "lstm2", "bcmlp", "bcrnn", "video"])
 def test_jit_agrees(name, request):
     model, variables, args, apply = request.getfixturevalue(name)
     jitted = apply(variables, *args)

@@ -367,7 +367,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     bib.add_argument("--data-seed", type=int, default=0, help="seed of the generated background set")
     bib.add_argument("--seeds", type=int, default=1, help="seeds trained together (vmapped)")
-    bib.add_argument("--encoder", help="a bib-atc run whose encoder the observers start from")
+    bib.add_argument(
+        "--encoder", help="a bib-atc run, or a BC run on pixels, whose encoder the observers start from (or keep)"
+    )
     bib.add_argument("--epochs", type=int, help="epochs (default the config's; bib-*, watch and chaic-bm)")
     train.add_argument(
         "--set",

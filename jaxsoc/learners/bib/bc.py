@@ -23,7 +23,11 @@ Beyond the baselines' recipe (issue 40), all off by default:
   encoder has a reason to encode the agent; the validation loss stays the BC loss alone;
 - ``inputs="symbolic"``: no pixels and no encoder, the heads read ``data.symbolic_states`` (the agent,
   objects, walls, key and lock as positions): the diagnostic of whether the heads and data can show the
-  paper's pattern when the encoder is out of the way.
+  paper's pattern when the encoder is out of the way;
+- ``encoder="cells"``: ``networks.bib.CellEncoder`` instead of ATC's, one feature vector of ``cell_channels``
+  per cell of the grid and ``keypoints`` soft-arg-max coordinates (the states the heads read are
+  ``100 * cell_channels + 2 * keypoints`` wide), trained from random, or taken from another BC run with this
+  encoder (``--encoder RUN``), e.g. frozen under BC-RNN.
 
 As an observer, the surprise of test step ``k`` is the squared error of the predicted action against the
 observed one (mean over the two axes), over the real steps; the context pairs of BC-MLP are drawn with a fixed
@@ -43,10 +47,11 @@ import optax
 
 from jaxsoc.envs.bib import world as W
 from jaxsoc.learners.bib import data as D
-from jaxsoc.learners.bib.learner import CommonConfig, Learner, masked_mean, to_float
-from jaxsoc.learners.networks.bib import BCMLP, BCRNN, ATCEncoder
+from jaxsoc.learners.bib.learner import CommonConfig, Learner, check_encoder, masked_mean, to_float
+from jaxsoc.learners.networks.bib import BCMLP, BCRNN, ATCEncoder, CellEncoder
 
 MODELS = ("mlp", "rnn")
+ENCODERS = ("atc", "cells")
 CONTEXT_KEY = 0  # the fixed key of the evaluation contexts
 
 
@@ -65,6 +70,11 @@ class BCConfig(CommonConfig):
     query_trial: str = "test"
     aux_weight: float = 0.0
     inputs: str = "pixels"
+    encoder: str = "atc"
+    cell_channels: int = 8
+    keypoints: int = 8
+
+    LATER_FIELDS = ("encoder", "cell_channels", "keypoints")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -78,6 +88,10 @@ class BCConfig(CommonConfig):
             raise ValueError("BCConfig.query_steps and aux_weight must be >= 0")
         if self.query_trial not in ("test", "any") or self.inputs not in ("pixels", "symbolic"):
             raise ValueError(f"BCConfig: query_trial is 'test' or 'any', inputs 'pixels' or 'symbolic'; got {self}")
+        if self.encoder not in ENCODERS or self.cell_channels < 1 or self.keypoints < 0:
+            raise ValueError(f"BCConfig: encoder is one of {ENCODERS}, cell_channels > 0, keypoints >= 0; got {self}")
+        if self.encoder == "cells" and self.aux_weight > 0 and self.keypoints < 1:
+            raise ValueError("BCConfig: the cell encoder's auxiliary loss is on its keypoints (keypoints >= 1)")
 
 
 def context_picks(key: jax.Array, valid: jax.Array, count: int) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -100,8 +114,14 @@ class BCLearner(Learner):
         self.symbolic = config.inputs == "symbolic"
         self.frozen_encoder = not config.finetune_encoder and not self.symbolic
         self.encoder_params = encoder_params
-        self.encoder = ATCEncoder(latent=config.latent)
-        self.width = D.SYMBOLIC_WIDTH if self.symbolic else config.latent  # of the states the heads read
+        if config.encoder == "cells":
+            self.encoder = CellEncoder(cell_channels=config.cell_channels, keypoints=config.keypoints)
+            latent = W.GRID**2 * config.cell_channels + 2 * config.keypoints
+        else:
+            self.encoder, latent = ATCEncoder(latent=config.latent), config.latent
+        if encoder_params is not None:
+            check_encoder(self.encoder, encoder_params, D.FRAME_SIZE)
+        self.width = D.SYMBOLIC_WIDTH if self.symbolic else latent  # of the states the heads read
         self.head = BCMLP(dropout=config.dropout) if config.model == "mlp" else BCRNN(dropout=config.dropout)
         self.aux = nn.Dense(W.GRID * W.GRID)  # the agent's cell from a latent
 
@@ -117,7 +137,7 @@ class BCLearner(Learner):
         else:
             encoder = self.encoder.init(k_enc, frame)["params"]
         params = {"encoder": encoder, "head": self.head.init(k_head, *self._dummy())["params"]}
-        if self.config.aux_weight > 0:
+        if self.config.aux_weight > 0 and self.config.encoder == "atc":
             params["aux"] = self.aux.init(k_aux, jnp.zeros((1, self.width)))["params"]
         return params
 
@@ -208,11 +228,27 @@ class BCLearner(Learner):
         loss = masked_mean(jnp.mean((predicted - target_action) ** 2, axis=-1), mask)
         metrics = {"loss": loss}
         if cfg.aux_weight > 0 and train:
-            logits = self.aux.apply({"params": params["aux"]}, query)
-            cells = D.agent_cells(episodes, test, step)
-            aux = masked_mean(optax.softmax_cross_entropy_with_integer_labels(logits, cells), mask)
+            aux = self._aux_loss(params, batch, test, step, query, mask)
             metrics = {"loss": loss + cfg.aux_weight * aux, "bc_loss": loss, "aux_loss": aux}
         return metrics["loss"], metrics
+
+    def _aux_loss(self, params, batch, trial, step, states, mask):
+        """The auxiliary cross-entropy at the query frames ``(trial, step)`` (``int[B, Q]``, real where ``mask``):
+        the ATC encoder's linear head on ``states`` against the agent's cell; the cell encoder's keypoint logits,
+        keypoint 0 against the agent's cell and keypoints 1 and 2 (where there are) against the two objects' cells
+        where they are in the trial (summed)."""
+        episodes = batch["episodes"]
+        cells = D.agent_cells(episodes, trial, step)  # [B, Q]
+        cross_entropy = optax.softmax_cross_entropy_with_integer_labels
+        if self.config.encoder != "cells":
+            return masked_mean(cross_entropy(self.aux.apply({"params": params["aux"]}, states), cells), mask)
+        frames = D.frames_at(episodes, trial, step)
+        _, logits = self.encoder.apply({"params": params["encoder"]}, to_float(frames), logits=True)  # [B, Q, P, 100]
+        total = masked_mean(cross_entropy(logits[:, :, 0], cells), mask)
+        objects, present = D.object_cells(episodes, trial)  # [B, Q, 2]
+        for slot in range(min(2, logits.shape[2] - 1)):
+            total += masked_mean(cross_entropy(logits[:, :, slot + 1], objects[..., slot]), mask & present[..., slot])
+        return total
 
     def surprise(self, params, episodes: W.Episode, steps: int | None = None):
         """``(float32[B, S], bool[B, S])``: the squared action error at each of the first ``S = steps`` (default

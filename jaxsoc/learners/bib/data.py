@@ -290,6 +290,14 @@ def agent_cells(episodes: W.Episode, trial: jax.Array, step: jax.Array) -> jax.A
     return cell[..., 0] * episodes.walls.shape[-1] + cell[..., 1]
 
 
+def object_cells(episodes: W.Episode, trial: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Returns ``(int32[B, K, 2], bool[B, K, 2])``: the cell index ``row * 10 + col`` of each of the two goal
+    objects in trial ``trial[b, k]`` (``episodes`` ``[B, 9, ...]``), and whether it is in that trial."""
+    rows = jnp.arange(trial.shape[0])[:, None]
+    cell = jnp.asarray(episodes.objects).astype(jnp.int32)[rows, trial]  # [B, K, 2, 2]
+    return cell[..., 0] * episodes.walls.shape[-1] + cell[..., 1], episodes.object_visible[rows, trial]
+
+
 def rotate_trials(arrays: dict, query: jax.Array) -> dict:
     """Returns ``arrays`` (``prepare`` d: leaves ``[B, 9, ...]``) with trial ``query[b]`` of each episode moved to
     the test position (index 8) and the other eight, in order, before it: a background trial as the query with

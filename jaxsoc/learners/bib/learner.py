@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -72,8 +72,17 @@ class CommonConfig:
         """Returns the first (0-based) epoch whose end parameters enter the average."""
         return min(int(self.swa_start * self.epochs), self.epochs - 1)
 
+    #: fields added after runs were committed: written only when they differ from their defaults, so the configs
+    #: (and checkpoints) of those runs still match
+    LATER_FIELDS: ClassVar[tuple[str, ...]] = ()
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Returns the fields as a dict, less the ``LATER_FIELDS`` that hold their defaults."""
+        out = dataclasses.asdict(self)
+        for field in dataclasses.fields(self):
+            if field.name in self.LATER_FIELDS and out[field.name] == field.default:
+                del out[field.name]
+        return out
 
 
 class Learner(abc.ABC):
@@ -163,6 +172,20 @@ def masked_mean(values: jax.Array, mask: jax.Array) -> jax.Array:
     """Returns the mean of ``values`` over the True entries of ``mask`` (same shape), 0 if there are none."""
     mask = mask.astype(values.dtype)
     return jnp.sum(values * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def check_encoder(encoder, params, frame_size: int = 84) -> None:
+    """Raises ``ValueError`` when ``params`` (a pretrained encoder's, e.g. from ``--encoder RUN``) do not have the
+    structure and shapes of the parameters of the flax module ``encoder``, naming the module."""
+    frame = jax.ShapeDtypeStruct((1, frame_size, frame_size, 3), jnp.float32)
+    want = jax.eval_shape(encoder.init, jax.random.key(0), frame)["params"]
+    shapes = lambda tree: jax.tree.map(lambda x: tuple(x.shape), tree)  # noqa: E731
+    try:
+        same = shapes(want) == shapes(params)
+    except (TypeError, ValueError):
+        same = False
+    if not same:
+        raise ValueError(f"the pretrained encoder's parameters do not fit this learner's encoder {encoder!r}")
 
 
 def to_float(frames: jax.Array) -> jax.Array:

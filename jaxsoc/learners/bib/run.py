@@ -74,7 +74,7 @@ def make_learner(kind: str, config, encoder_params=None) -> Learner:
         return ATCLearner(config)
     pixels = getattr(config, "inputs", "pixels") == "pixels"
     if pixels and getattr(config, "finetune_encoder", True) is False and encoder_params is None:
-        raise ValueError(f"{kind} with finetune_encoder=false needs a pretrained encoder (--encoder ATC_RUN)")
+        raise ValueError(f"{kind} with finetune_encoder=false needs a pretrained encoder (--encoder RUN)")
     learner_type = VideoLearner if kind == "bib-video-rnn" else BCLearner
     return learner_type(config, encoder_params)
 
@@ -199,14 +199,15 @@ def load_data(data, episodes: int | None, data_seed: int):
 
 
 def encoder_from(run: str | Path) -> Any:
-    """Returns the encoder parameters of an ATC run's seed 0 (its SWA mean when the run uses SWA).
+    """Returns the encoder parameters of seed 0 of an ATC run or of a BC run on pixels (its SWA mean when the run
+    uses SWA); the learner that takes them checks that they fit its encoder.
 
     Raises:
-        ValueError: ``run`` is not a finished ``bib-atc`` run.
+        ValueError: ``run`` is not a finished ``bib-atc`` or pixel ``bib-bc-*`` run.
     """
     learner, states, info = load(run)
-    if info["kind"] != "bib-atc":
-        raise ValueError(f"{run} is a {info['kind']} run; --encoder takes a bib-atc run")
+    if info["kind"] not in ("bib-atc", "bib-bc-mlp", "bib-bc-rnn") or info["config"].get("inputs") == "symbolic":
+        raise ValueError(f"{run} is a {info['kind']} run; --encoder takes a bib-atc run or a BC run on pixels")
     return jax.tree.map(lambda x: x[0], learner.final_params(states))["encoder"]
 
 

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from jaxsoc.envs.bib import world as W
 from jaxsoc.learners.bib import data as D
 from jaxsoc.learners.bib.bc import encode_all
-from jaxsoc.learners.bib.learner import CommonConfig, Learner, masked_mean, to_float
+from jaxsoc.learners.bib.learner import CommonConfig, Learner, check_encoder, masked_mean, to_float
 from jaxsoc.learners.networks.bib import ATCEncoder, VideoRNN
 
 #: where ``VideoLearner.surprise`` measures the prediction error (module docstring)
@@ -68,6 +68,8 @@ class VideoLearner(Learner):
         super().__init__(config)
         self.frozen_encoder = not config.finetune_encoder
         self.encoder_params = encoder_params
+        if encoder_params is not None:
+            check_encoder(self.encoder, encoder_params, D.FRAME_SIZE)
         self.encoder = ATCEncoder(latent=config.latent)
         self.model = VideoRNN(hidden=config.hidden, channels=tuple(config.channels))
 

@@ -6,6 +6,9 @@ BIB's baselines share one frame encoder and differ in what they learn on top of 
 - ``ATCEncoder``: the encoder of Augmented Temporal Contrast (ATC; Stooke et al. 2021), four 3x3 convolutions
   and a linear layer from an ``84 x 84`` RGB frame to a 128-wide state. It is pretrained with ``ATCContrast``
   (ATC's residual anchor MLP and bilinear similarity) and then frozen.
+- ``CellEncoder``: not the paper's; an encoder whose output is aligned with BIB's ``10 x 10`` cells (features
+  of a strided convolution pooled into each cell by pixel overlap, a per-cell MLP, the cells flattened), so that
+  where the agent stands is where its features lie rather than something a dense layer must learn.
 - ``BCMLP``: behaviour cloning with an MLP context: each (state, action) pair of the familiarisation trials is
   embedded by an MLP and the pairs are averaged; ``PolicyMLP`` maps [context, query state] to an action in
   ``(-1, 1)^2``.
@@ -27,6 +30,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jaxsoc.envs.bib.render import cell_overlap
 from jaxsoc.learners.networks.layers import LSTMCell, torch_uniform
 
 
@@ -69,6 +73,65 @@ class ATCEncoder(nn.Module):
         for stride in self.strides:
             x = nn.relu(nn.Conv(self.channels, (3, 3), strides=stride, padding="VALID")(x))
         return nn.Dense(self.latent)(x.reshape(x.shape[0], -1)).reshape(*lead, self.latent)
+
+
+class CellEncoder(nn.Module):
+    """An encoder aligned with BIB's cells: ``float32[..., 100 * cell_channels + 2 * keypoints]``.
+
+    A 4x4 convolution of stride 2 (84 -> 42 pixels, 4.2 per cell) and 3x3 ones (ReLU, SAME padding) give each
+    pixel features, with the frame's colours beside them; ``render.cell_overlap`` pools them into the ``10 x 10``
+    cells (each cell the mean over the pixels it covers, weighted by overlap); a per-cell MLP (one ReLU layer)
+    maps each cell to ``cell_channels``, flattened row by row. Nothing mixes cells after the convolutions' 2-3
+    pixels of context, so what a cell's features say comes from that cell. Then ``keypoints`` spatial
+    soft-arg-maxes (Levine et al. 2016): each a softmax over the 100 cells of a logit read from the per-cell
+    hidden layer, giving the expected (row, col) in [0, 1]: where things are as coordinates, from which an MLP
+    reads directions linearly, as it does from the symbolic states' scaled positions.
+
+    Issue 40's diagnosis: ATC's encoder fine-tuned end to end held the agent's cell (96% linearly), yet the BC heads
+    on it stayed at chance on efficiency, while the same heads on symbols reached 100%; on the cells alone (no
+    keypoints) the agent's cell was learned within 400 steps but the BC loss did not fall in 600.
+
+    Attributes:
+        channels: widths of the convolutions (the first strided).
+        cell_hidden: width of the per-cell hidden layer.
+        cell_channels: features per cell.
+        keypoints: number of soft-arg-max coordinates pairs.
+    """
+
+    channels: tuple = (16, 16)
+    cell_hidden: int = 32
+    cell_channels: int = 8
+    keypoints: int = 8
+
+    @nn.compact
+    def __call__(self, frames: jax.Array, logits: bool = False):
+        """Returns ``float32[..., 100 * cell_channels + 2 * keypoints]`` (the cells row by row, then each keypoint's
+        (row, col)) for ``frames [..., S, S, 3]`` (``S`` even): floats in [0, 1], or ``uint8`` (divided by 255).
+        With ``logits``, also the keypoints' logits over the cells, ``float32[..., keypoints, 100]``: an
+        auxiliary loss can tell a keypoint where something is (the BC learner's: the agent, then the objects)."""
+        lead, size = frames.shape[:-3], frames.shape[-2]
+        x = frames.reshape(-1, *frames.shape[-3:]).astype(jnp.float32)
+        if frames.dtype == jnp.uint8:
+            x = x / 255.0
+        colours = nn.avg_pool(x, (2, 2), strides=(2, 2))
+        for index, width in enumerate(self.channels):
+            x = nn.relu(nn.Conv(width, (4, 4) if index == 0 else (3, 3), strides=2 if index == 0 else 1)(x))
+        x = jnp.concatenate([x, colours], axis=-1)
+        weights = cell_overlap(size // 2)
+        weights = jnp.asarray(weights / weights.sum(axis=0, keepdims=True))  # [S/2, 10], columns sum to 1
+        hidden = nn.relu(nn.Dense(self.cell_hidden)(jnp.einsum("bhwc,hi,wj->bijc", x, weights, weights)))
+        parts = [nn.Dense(self.cell_channels)(hidden).reshape(hidden.shape[0], -1)]
+        grid = hidden.shape[1]
+        cell_logits = nn.Dense(self.keypoints)(hidden).reshape(hidden.shape[0], grid * grid, self.keypoints)
+        if self.keypoints:
+            attention = jax.nn.softmax(cell_logits, axis=1)
+            position = jnp.arange(grid, dtype=jnp.float32) / (grid - 1)
+            rows, cols = jnp.repeat(position, grid), jnp.tile(position, grid)  # of cell index row * grid + col
+            parts += [jnp.einsum("bnk,n->bk", attention, rows), jnp.einsum("bnk,n->bk", attention, cols)]
+        features = jnp.concatenate(parts, axis=-1).reshape(*lead, -1)
+        if logits:
+            return features, jnp.swapaxes(cell_logits, 1, 2).reshape(*lead, self.keypoints, grid * grid)
+        return features
 
 
 class ATCContrast(nn.Module):
