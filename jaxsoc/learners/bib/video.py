@@ -68,9 +68,9 @@ class VideoLearner(Learner):
         super().__init__(config)
         self.frozen_encoder = not config.finetune_encoder
         self.encoder_params = encoder_params
+        self.encoder = ATCEncoder(latent=config.latent)
         if encoder_params is not None:
             check_encoder(self.encoder, encoder_params, D.FRAME_SIZE)
-        self.encoder = ATCEncoder(latent=config.latent)
         self.model = VideoRNN(hidden=config.hidden, channels=tuple(config.channels))
 
     def init_params(self, key: jax.Array) -> dict:

@@ -24,7 +24,8 @@ $J train bib-bc-mlp --out $R/ft-mlp --episodes 1500 --seeds 1 --epochs 9 --quiet
 $J bib eval $R/ft-mlp $R/sym-mlp --pairs 50 --seed 1 --no-reference --batch 50 --out $OUT/pairs50
 $J bib eval $R/sym-mlp --pairs 300 --seed 1 --no-reference --batch 100 --out $OUT/pairs300
 $J bib probe $R/sym-mlp $R/ft-mlp --episodes 200 --out $OUT
-# the runs committed here are runs/bib40/{sym-mlp,ft-mlp} with only their last checkpoint step
+# the runs committed here are runs/bib40/{sym-mlp,ft-mlp} with only their last checkpoint step (ft-mlp's removed
+# on 2026-12-02, superseded by ../cells/)
 
 # 4. (2026-11-30) the symbolic diagnostic with BC-RNN: 2,000 episodes, 2 seeds, 20 epochs (16.6 min), scored on 200
 #    pairs per type in two halves at once (sym_rnn_a/, sym_rnn_b/); committed without its 11 MB checkpoint
