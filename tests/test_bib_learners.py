@@ -221,6 +221,18 @@ def test_fine_tuning_moves_the_encoder(episodes, encoder_params):
     assert all(jax.tree.leaves(changed))
 
 
+def test_cell_encoder_keypoints_learn_the_agent_and_objects(episodes):
+    """The cell encoder's auxiliary loss (keypoint 0 on the agent's cell, 1 and 2 on the objects') falls on a fixed
+    batch, trained end to end with the BC loss; validation reports the BC loss alone."""
+    config = BCConfig(batch_size=4, lr=3e-3, dropout=0.0, context_pairs=4, query_steps=4, query_trial="any")
+    learner = BCLearner(dataclasses.replace(config, encoder="cells", aux_weight=1.0))
+    _, metrics = _fit(learner, {"episodes": D.take(episodes, np.array([0, 5, 17, 21]))}, 40)
+    aux, bc = np.asarray(metrics["aux_loss"]), np.asarray(metrics["bc_loss"])
+    # at first about ln(100) per term: the agent's and at least one object's cell (two in instrumental episodes)
+    assert aux[:3].mean() > 2 * 0.9 * np.log(100) and aux[-3:].mean() < 0.85 * aux[:3].mean(), aux
+    np.testing.assert_allclose(np.asarray(metrics["loss"]), bc + aux, rtol=1e-5)
+
+
 def test_symbolic_bc_beats_predicting_no_motion_on_held_out_episodes(episodes):
     """Issue 40's recipe on symbolic states (any trial as the query, every real step of it a query) trained on
     24 episodes: the BC loss of 8 held-out ones falls below predicting no motion (the baselines' pixel heads on

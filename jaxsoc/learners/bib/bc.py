@@ -219,7 +219,12 @@ class BCLearner(Learner):
         valid = D.step_valid(episodes)[:, W.TEST]
         _, step, mask = context_picks(k_query, valid[:, None], cfg.query_steps or valid.shape[-1])  # [B, Q]
         test = jnp.full_like(step, W.TEST)
-        query = self._states_at(params, batch, test, step)  # [B, Q, width]
+        logits = None  # the cell encoder's keypoint logits, when its auxiliary loss needs them
+        if cfg.encoder == "cells" and cfg.aux_weight > 0 and train and "latents" not in batch:
+            frames = to_float(D.frames_at(episodes, test, step))  # encoded once for the states and the logits
+            query, logits = self.encoder.apply({"params": params["encoder"]}, frames, logits=True)
+        else:
+            query = self._states_at(params, batch, test, step)  # [B, Q, width]
         context = self._context(params, k_context, batch)
         b, q = step.shape
         tiled = jnp.repeat(context[:, None], q, axis=1).reshape(b * q, -1)
@@ -228,22 +233,23 @@ class BCLearner(Learner):
         loss = masked_mean(jnp.mean((predicted - target_action) ** 2, axis=-1), mask)
         metrics = {"loss": loss}
         if cfg.aux_weight > 0 and train:
-            aux = self._aux_loss(params, batch, test, step, query, mask)
+            aux = self._aux_loss(params, batch, test, step, query, logits, mask)
             metrics = {"loss": loss + cfg.aux_weight * aux, "bc_loss": loss, "aux_loss": aux}
         return metrics["loss"], metrics
 
-    def _aux_loss(self, params, batch, trial, step, states, mask):
+    def _aux_loss(self, params, batch, trial, step, states, logits, mask):
         """The auxiliary cross-entropy at the query frames ``(trial, step)`` (``int[B, Q]``, real where ``mask``):
-        the ATC encoder's linear head on ``states`` against the agent's cell; the cell encoder's keypoint logits,
-        keypoint 0 against the agent's cell and keypoints 1 and 2 (where there are) against the two objects' cells
-        where they are in the trial (summed)."""
+        the ATC encoder's linear head on ``states`` against the agent's cell; the cell encoder's keypoint
+        ``logits`` (``[B, Q, P, 100]``; computed here when None), keypoint 0 against the agent's cell and
+        keypoints 1 and 2 (where there are) against the two objects' cells where they are in the trial (summed)."""
         episodes = batch["episodes"]
         cells = D.agent_cells(episodes, trial, step)  # [B, Q]
         cross_entropy = optax.softmax_cross_entropy_with_integer_labels
         if self.config.encoder != "cells":
             return masked_mean(cross_entropy(self.aux.apply({"params": params["aux"]}, states), cells), mask)
-        frames = D.frames_at(episodes, trial, step)
-        _, logits = self.encoder.apply({"params": params["encoder"]}, to_float(frames), logits=True)  # [B, Q, P, 100]
+        if logits is None:
+            frames = to_float(D.frames_at(episodes, trial, step))
+            _, logits = self.encoder.apply({"params": params["encoder"]}, frames, logits=True)
         total = masked_mean(cross_entropy(logits[:, :, 0], cells), mask)
         objects, present = D.object_cells(episodes, trial)  # [B, Q, 2]
         for slot in range(min(2, logits.shape[2] - 1)):
