@@ -571,7 +571,7 @@ MODULE_SECONDS = {
     "tests/test_bib_tasks.py": 100,
     "tests/test_chaic_agents.py": 74,
     "tests/test_ppo.py": 72,
-    "tests/test_bib_learners.py": 66,
+    "tests/test_bib_learners.py": 110,
     "tests/test_chaic_world.py": 63,
     "tests/test_excalibur_env.py": 63,
     "tests/test_household_watch.py": 58,
