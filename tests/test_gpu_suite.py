@@ -134,14 +134,15 @@ def test_learner_parts_write_complete_stamped_rows(tmp_path):
     assert watch["demos_per_s"] > 0 and watch["projected_epoch_s"] == pytest.approx(6314 / watch["demos_per_s"])
     assert all(r["env_steps_per_s"] > 0 and r["projected_hours"] > 0 and r["updates"] == 1 for r in rl)
     learners = rows["bib_learners"]  # one row per toy kind, each learner class: two seeds, two steps timed
-    assert [r["kind"] for r in learners] == ["bib-atc", "bib-bc-mlp", "bib-video-rnn"]
+    assert [r["kind"] for r in learners] == ["bib-atc", "bib-bc-mlp", "bib-video-rnn", "bib-bc-mlp:cells"]
+    assert learners[-1]["config"]["encoder"] == "cells" and learners[-1]["paper_name"] == learners[1]["paper_name"]
     for r in learners:
         assert "error" not in r and r["seeds"] == 2 and len(r["loss"]) == 2 and r["steps_measured"] == 2
         assert r["steps_per_s"] > 0 and r["episodes_per_s"] == pytest.approx(r["steps_per_s"] * r["batch"] * 2)
         assert r["train_episodes"] == 8 and r["steps_per_epoch"] == -(-8 * r["repeats"] // r["batch"])
         assert r["projected_minutes"] == pytest.approx(r["epochs"] * r["steps_per_epoch"] / r["steps_per_s"] / 60)
         assert r["meets_target"] == (r["projected_minutes"] <= 30) and not r["fused"]  # a CPU: Python-driven steps
-    assert [r["repeats"] for r in learners] == [2, 1, 1] and learners[0]["batch"] == 8
+    assert [r["repeats"] for r in learners] == [2, 1, 1, 1] and learners[0]["batch"] == 8
     answerer, explorer, memory = rows["excalibur_learners"]  # the answerer's loop, then the explorers' programs
     assert (answerer["learner"], answerer["size"], explorer["learner"], explorer["size"]) == ("answerer", 2, "ppo", 2)
     assert (memory["learner"], memory["size"]) == ("memory", 2) and "error" not in memory

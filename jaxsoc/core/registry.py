@@ -7,8 +7,8 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
-_REGISTRY: dict[str, Callable[[], Any]] = {}
-_INSTANCES: dict[str, Any] = {}  # environments are stateless, so one instance (and its jit cache) per name
+_REGISTRY: dict[str, Callable[..., Any]] = {}
+_INSTANCES: dict[Any, Any] = {}  # environments are stateless: one instance (and its jit cache) per name and init_kwargs
 
 
 class UnknownEnvironment(KeyError):
@@ -16,8 +16,9 @@ class UnknownEnvironment(KeyError):
     the ``jaxsoc`` command catches only this one)."""
 
 
-def register(name: str, factory: Callable[[], Any]) -> None:
-    """Registers ``factory() -> Environment`` under ``name``; a name can be registered once."""
+def register(name: str, factory: Callable[..., Any]) -> None:
+    """Registers ``factory(**init_kwargs) -> Environment`` under ``name`` (most factories take no keywords); a name
+    can be registered once."""
     if name in _REGISTRY:
         raise ValueError(f"environment {name!r} is already registered")
     _REGISTRY[name] = factory
@@ -28,7 +29,8 @@ def unregister(name: str) -> None:
     if name not in _REGISTRY:
         raise KeyError(f"environment {name!r} is not registered")
     del _REGISTRY[name]
-    _INSTANCES.pop(name, None)
+    for key in [k for k in _INSTANCES if k == name or (isinstance(k, tuple) and k[0] == name)]:
+        del _INSTANCES[key]
 
 
 def registered_envs() -> list[str]:
@@ -36,22 +38,27 @@ def registered_envs() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def make(name: str, **overrides: Any) -> tuple[Any, Any]:
+def make(name: str, init_kwargs: dict[str, Any] | None = None, **overrides: Any) -> tuple[Any, Any]:
     """Returns ``(env, params)`` for a registered name; ``overrides`` replace fields of the default params
-    (e.g. ``max_steps=50``, ``see_through_walls=True``). Environments hold no episode data, so the same
-    instance (with its compiled ``reset``/``step``) is returned for a name.
+    (e.g. ``max_steps=50``, ``see_through_walls=True``); ``init_kwargs`` go to the env's constructor (e.g. CHAIC's
+    options view: ``rooms=True``, ``partner=...``; hashable values). Environments hold no episode data, so the same
+    instance (with its compiled ``reset``/``step``) is returned for a name and ``init_kwargs``.
 
     Raises:
         UnknownEnvironment: unknown name, a ``KeyError`` (the message lists the closest registered names).
-        TypeError: an override that is not a field of the env's params.
+        TypeError: an override that is not a field of the env's params, or ``init_kwargs`` the env does not take.
     """
     if name not in _REGISTRY:
         close = difflib.get_close_matches(name, _REGISTRY, n=5, cutoff=0.4)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise UnknownEnvironment(f"unknown environment {name!r}.{hint} See jaxsoc.registered_envs() for all names.")
-    if name not in _INSTANCES:
-        _INSTANCES[name] = _REGISTRY[name]()
-    env = _INSTANCES[name]
+    key = (name, tuple(sorted(init_kwargs.items()))) if init_kwargs else name
+    if key not in _INSTANCES:
+        try:
+            _INSTANCES[key] = _REGISTRY[name](**(init_kwargs or {}))
+        except TypeError as error:
+            raise TypeError(f"{name}: bad constructor arguments {sorted(init_kwargs or {})}: {error}") from error
+    env = _INSTANCES[key]
     params = env.default_params()
     if overrides:
         fields = {f.name for f in dataclasses.fields(params)}

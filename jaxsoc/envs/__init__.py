@@ -53,10 +53,10 @@ def _chaic(cls: str, task: str):
 
 
 def _chaic_options(task: str):
-    def factory():
+    def factory(**kwargs):  # shared_reward, events, partner, rooms (ChaicOptionsEnv)
         from jaxsoc.envs.chaic.options import ChaicOptionsEnv
 
-        return ChaicOptionsEnv(task)
+        return ChaicOptionsEnv(task, **kwargs)
 
     return factory
 

@@ -365,7 +365,13 @@ PARTS: tuple[Part, ...] = (
         chaic_learners.render_chaic_learners,
         budget_s=60,  # 30 s each from chaic and household_learners
         params=dict(
-            ppo_envs=[256, 2048, 8192], num_steps=40, options_envs=[256, 2048], option_steps=20, updates=3, repeats=1
+            ppo_envs=[256, 2048, 8192],
+            num_steps=40,
+            options_envs=[256, 2048],
+            option_steps=20,
+            options_env_args=["", "rooms=true", "partner_run=benchmarks/results/chaic_options3_cpu/bm"],
+            updates=3,
+            repeats=1,
         ),
         toy=dict(ppo_envs=[4], num_steps=4, options_envs=[2], option_steps=2, updates=1, repeats=1),
         note="`gpu_suite/chaic_learners.py`: jitted programs of `updates` PPO updates of the CHAIC helper (the "
@@ -375,7 +381,8 @@ PARTS: tuple[Part, ...] = (
         "8e8 helper steps (10^4 times the paper's 10^4 RL steps per task, 8 tasks). The options helper "
         "(`learners/chaic/options_ppo.py`, `CHAIC-All-Options-v0`, up to 48 events per option): the same "
         "with `option_steps` options per world per update, 2 minibatches, advantages normalised; projection: 1.28e7 "
-        "options, 1,000 times the CPU run's PPO stage.",
+        "options, 1,000 times the CPU run's PPO stage; its variants with the room options (`rooms=true`) and the "
+        "behaviour model stepped in the view at every decision (`partner_run=`).",
     ),
     Part(
         "excalibur",
@@ -532,8 +539,8 @@ PARTS: tuple[Part, ...] = (
         bib_learners.render_bib_learners,
         budget_s=60,  # 30 s went to excalibur_learners
         params=dict(
-            kinds=list(bib_learners.KINDS),
-            config={},
+            kinds=[*bib_learners.KINDS, *bib_learners.VARIANTS],
+            config=dict(bib_learners.VARIANTS),
             seeds=3,
             seed=0,
             steps_measured=50,
@@ -542,10 +549,13 @@ PARTS: tuple[Part, ...] = (
             target_minutes=bib_learners.TARGET_MINUTES,
         ),
         toy=dict(
-            kinds=["bib-atc", "bib-bc-mlp", "bib-video-rnn"],  # each learner class; compiling is most of the time
+            kinds=["bib-atc", "bib-bc-mlp", "bib-video-rnn", "bib-bc-mlp:cells"],  # each learner class, a variant
             config={
                 "bib-atc": dict(batch_size=8, pairs_per_episode=2),
                 "bib-bc-mlp": dict(batch_size=4, context_pairs=8),
+                "bib-bc-mlp:cells": dict(
+                    encoder="cells", aux_weight=1.0, query_trial="any", query_steps=2, batch_size=4, context_pairs=8
+                ),
                 "bib-bc-rnn": dict(batch_size=2, max_steps=4),
                 "bib-video-rnn": dict(batch_size=2, max_steps=4, hidden=8, channels=[4, 8, 8]),
             },
@@ -561,7 +571,8 @@ PARTS: tuple[Part, ...] = (
         "background set generated on the device (`data.background`, 28,000 episodes, 22,400 to train). Each kind: "
         "an epoch cut to `steps_measured` steps, called once to compile, then timed once; the full set's epoch "
         "and its `epochs` (100) projected from that rate, optimiser steps only (no validation). Target (the "
-        "issue): each model trained on the full background set in ≤30 minutes on one H100.",
+        "issue): each model trained on the full background set in ≤30 minutes on one H100. `bib-bc-mlp:cells`: "
+        "BC-MLP through the cell encoder with its keypoint loss, the CPU recipe (batch 16, 20 epochs).",
     ),
     Part(
         "conv",

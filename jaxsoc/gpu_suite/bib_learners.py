@@ -15,6 +15,9 @@ per episode). From the rate, the full set's ``steps_per_epoch`` (``ceil(22,400 *
 against the issue's target: each model trained on the full background set in at most ``TARGET_MINUTES`` (30)
 on one H100. The projection counts optimiser steps only (validation passes, forward only, are left out).
 
+A name ``kind:variant`` in ``kinds`` measures ``kind`` again with the overrides ``config["kind:variant"]``
+(``VARIANTS``: the CPU recipe of the cell encoder, ``networks.bib.CellEncoder``, trained end to end from random).
+
 Rows already measured (same key) are yielded again; a kind is skipped when the time the last kind took is
 not left; a kind that runs out of device memory gives a row with its ``error`` (``core.guarded_oom``).
 """
@@ -32,6 +35,27 @@ from jaxsoc.gpu_suite.core import Context, guarded_oom
 
 #: the learners measured, in training order (the observers start from the ATC encoder)
 KINDS = ("bib-atc", "bib-bc-mlp", "bib-bc-rnn", "bib-video-rnn")
+#: variants measured after them: ``kind:variant -> overrides`` (the cell encoder's recipe of
+#: benchmarks/results/bib_learners_cpu/cells/command.sh, 20 epochs)
+VARIANTS = {
+    "bib-bc-mlp:cells": dict(
+        encoder="cells",
+        query_steps=8,
+        query_trial="any",
+        aux_weight=1.0,
+        context_pairs=16,
+        batch_size=16,
+        lr=0.001,
+        epochs=20,
+    ),
+}
+
+
+def run_kind(name: str) -> str:
+    """Returns the learner kind of a measured name (``kind`` or ``kind:variant``)."""
+    return name.split(":", 1)[0]
+
+
 #: the issue's target: each model trained on the full background set in at most this many minutes on an H100
 TARGET_MINUTES = 30.0
 
@@ -61,7 +85,7 @@ def bib_learners(ctx: Context) -> Iterator[dict]:
     from jaxsoc.learners.bib import run
 
     p = ctx.params
-    configs = {kind: run.make_config(kind, **_overrides(p, kind)) for kind in p["kinds"]}
+    configs = {kind: run.make_config(run_kind(kind), **_overrides(p, kind)) for kind in p["kinds"]}
     keys = {kind: _key(p, kind, config) for kind, config in configs.items()}
     todo = []
     for kind, key in keys.items():
@@ -103,7 +127,7 @@ def bib_learners(ctx: Context) -> Iterator[dict]:
             )
         yield {
             **fallback,
-            "paper_name": run.PAPER_NAMES.get(kind, "ATC"),
+            "paper_name": run.PAPER_NAMES.get(run_kind(kind), "ATC"),
             "train_episodes": n_train,
             "validation_episodes": n_val,
             "background_s": background_s,
@@ -116,7 +140,7 @@ def bib_learners(ctx: Context) -> Iterator[dict]:
 def _measure(p: dict, run, D, kind: str, config, batch: int, train_eps, n_train: int, n_val: int) -> dict:
     """Returns the measured fields of one kind's row: two calls of ``Epochs.epoch`` on a subset of the training
     rows (``steps_measured`` steps each), the first with compilation, the second timed."""
-    learner = run.make_learner(kind, config)
+    learner = run.make_learner(run_kind(kind), config)
     repeats = learner.repeats()
     rows = min(n_train, max(1, p["steps_measured"] * batch // repeats))  # ceil(rows * repeats / batch) steps
     arrays = learner.prepare(D.take(train_eps, slice(0, rows)))

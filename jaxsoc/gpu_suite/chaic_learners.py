@@ -9,7 +9,9 @@ steps per task, over the 8 tasks). ``options-ppo``: ``updates`` PPO updates of t
 (``learners.chaic.options_ppo``'s config on ``CHAIC-All-Options-v0``: each step one option of up to 48 world events)
 with ``size`` worlds x ``num_steps`` options per update; ``env_steps_per_s`` counts options, and the projected hours
 are those of ``PROJECTED_OPTIONS`` options (1,000 times the CPU run's PPO stage, 12,800 options:
-``benchmarks/results/chaic_options_cpu``). Sizes go smallest first: a program that runs out of device memory fails
+``benchmarks/results/chaic_options_cpu``); ``options_env_args`` adds the view's variants (``rooms=true``: the room
+options; ``partner_run=RUN``: a learned partner model stepped at every decision of the helper), a row each, keyed by
+them. Sizes go smallest first: a program that runs out of device memory fails
 the part after the smaller rows are saved.
 """
 
@@ -25,7 +27,9 @@ PROJECTED_FRAMES = 8 * 10**8
 PROJECTED_OPTIONS = 1_280 * 10**4
 
 
-def _ppo_program(size: int, num_steps: int, updates: int, repeats: int, options: bool = False) -> Program:
+def _ppo_program(
+    size: int, num_steps: int, updates: int, repeats: int, options: bool = False, env_args: str = ""
+) -> Program:
     from jaxsoc.learners import ppo
     from jaxsoc.learners.chaic import options_ppo
 
@@ -37,6 +41,7 @@ def _ppo_program(size: int, num_steps: int, updates: int, repeats: int, options:
             recurrence=min(10, num_steps),
             minibatch_frames=frames // 2,
             total_frames=frames * updates,
+            env_args=env_args,
         )
     else:
         config = ppo.PPOConfig(
@@ -56,18 +61,21 @@ def _ppo_program(size: int, num_steps: int, updates: int, repeats: int, options:
 
     name = "options-ppo" if options else "ppo"
     projected = PROJECTED_OPTIONS if options else PROJECTED_FRAMES
-    fields = dict(learner=name, size=size, num_steps=num_steps)
-    key = f"{name}|envs={size}|steps={num_steps}|updates={updates}"
+    fields = dict(learner=name, size=size, num_steps=num_steps, env_args=env_args)
+    key = f"{name}|envs={size}|steps={num_steps}|updates={updates}" + (f"|{env_args}" if env_args else "")
     return trainer_program(key, lambda: ppo.Trainer(config), updates, frames, projected, repeats, **fields)
 
 
 def chaic_learners(ctx: Context) -> Iterator[dict]:
     """Yields one row per size and learner (module docstring). Parameters: ``ppo_envs``, ``num_steps``,
-    ``options_envs``, ``option_steps`` (options per world per update), ``updates``, ``repeats``."""
+    ``options_envs``, ``option_steps`` (options per world per update), ``options_env_args`` (the options view's
+    variants, ``""`` the plain one), ``updates``, ``repeats``."""
     p = ctx.params
     programs = [_ppo_program(n, p["num_steps"], p["updates"], p["repeats"]) for n in p["ppo_envs"]]
     programs += [
-        _ppo_program(n, p["option_steps"], p["updates"], p["repeats"], options=True) for n in p.get("options_envs", [])
+        _ppo_program(n, p["option_steps"], p["updates"], p["repeats"], options=True, env_args=args)
+        for args in p.get("options_env_args", [""])
+        for n in p.get("options_envs", [])
     ]
     yield from measure_programs(ctx, programs)
 
@@ -87,6 +95,6 @@ def render_chaic_learners(rows: list[dict]) -> str:
         rate = "–" if r.get("env_steps_per_s") is None else f"{r['env_steps_per_s']:.3g}"
         hours = "–" if r.get("projected_hours") is None else f"{r['projected_hours']:.3g}"
         compile_s = "–" if r.get("compile_s") is None else f"{r['compile_s']:.0f}"
-        name = names[r.get("learner", "ppo")]
+        name = names[r.get("learner", "ppo")] + (f", {r['env_args']}" if r.get("env_args") else "")
         lines.append(f"| {name} | {r['size']} x {r['num_steps']} | {rate} | {hours} | {compile_s} |")
     return "\n".join(lines)

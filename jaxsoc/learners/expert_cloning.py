@@ -1,6 +1,7 @@
-"""Cloning an expert's choices into a recurrent policy: the loss and the rollout that collects the expert's choices
+"""Cloning an expert's choices into a recurrent policy: the loss and the rollouts that collect the expert's choices
 through an environment whose state carries them (the household Hybrid's warm start on HP_TG's subgoals, CHAIC's
-options helper's on the RHP rules' options)."""
+options helper's on the RHP rules' options): following the expert (``expert_rollout``), or following the policy
+being trained while the expert labels its states (``policy_rollout``, DAgger)."""
 
 from __future__ import annotations
 
@@ -61,5 +62,36 @@ def expert_rollout(env: Environment, params: Any, key: jax.Array, carry: tuple, 
         expert = states.expert if label is None else label(states)
         new_obs, states, _, terminated, truncated, _ = env_step(k, states, expert, params)
         return (new_obs, states, terminated | truncated), (obs, 1.0 - done.astype(jnp.float32), expert)
+
+    return jax.lax.scan(body, carry, jax.random.split(key, num_steps))
+
+
+def policy_rollout(
+    env: Environment,
+    env_params: Any,
+    model: nn.Module,
+    params: Any,
+    key: jax.Array,
+    carry: tuple,
+    num_steps: int,
+    label=None,
+):
+    """Returns ``(carry, (obs, mask, expert, reward))``: ``num_steps`` steps of a batch of worlds of ``env`` following
+    the policy ``model`` with ``params`` (sampled choices; its memory reset where an episode starts) while the
+    expert's choices label every state (DAgger: ``states.expert``, or ``label(states)`` int32[N]), from ``carry =
+    (obs, states, done, memory)`` (``done`` bool[N]: the last frame ended the episode; ``memory`` the policy's);
+    ``obs``, ``mask`` and ``expert`` as ``expert_rollout``'s, ``reward`` float32[T, N] the env's rewards of the
+    policy's choices."""
+    env_step = batched_step(env)
+
+    def body(carry, k):
+        obs, states, done, memory = carry
+        k_act, k_env = jax.random.split(k)
+        expert = states.expert if label is None else label(states)
+        mask = 1.0 - done.astype(jnp.float32)
+        log_probs, _, memory = model.apply({"params": params}, obs, registry.reset_memory(memory, mask), False)
+        action = jax.random.categorical(k_act, log_probs)
+        new_obs, states, reward, terminated, truncated, _ = env_step(k_env, states, action, env_params)
+        return (new_obs, states, terminated | truncated, memory), (obs, mask, expert, reward)
 
     return jax.lax.scan(body, carry, jax.random.split(key, num_steps))

@@ -14,12 +14,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-import jaxsoc
 from jaxsoc.core.autoreset import select_rows
 from jaxsoc.learners.checkpoint import latest_step, read_meta, restore_raw
 from jaxsoc.learners.evaluate import episode_keys
 from jaxsoc.learners.networks import registry
-from jaxsoc.learners.ppo import env_kwargs
+from jaxsoc.learners.ppo import make_env_from
 
 
 def load_network(run_dir: str | Path) -> tuple[Any, dict[str, Any], dict[str, Any]]:
@@ -62,7 +61,7 @@ def load_policy(run_dir: str | Path, env_id: str | None = None) -> tuple[Any, An
     model, variables, meta = load_network(run_dir)
     env_id = env_id or meta["env_id"]
     env_args = meta.get("config", {}).get("env_args", "") if env_id == meta["env_id"] else ""
-    env, params = jaxsoc.make(env_id, **env_kwargs(env_args))
+    env, params = make_env_from(env_id, env_args)
     num_actions = int(env.action_space(params).n)
     if num_actions != model.config.num_actions:
         raise ValueError(f"{env_id}: {num_actions} actions, the policy has {model.config.num_actions}")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 from typing import Any
 
 import jax
@@ -180,13 +181,36 @@ def env_kwargs(env_args: str) -> dict[str, Any]:
     return out
 
 
-def make_env(config: PPOConfig) -> tuple[Any, Any]:
-    """Returns ``(env, params)``: ``config.env_id`` with ``config.env_args``. Raises ``ValueError`` for an override
-    the env's params do not have."""
+#: env arguments that name a run whose model the env carries: ``name -> (the env's keyword, module, loader)``. The
+#: learner layer loads the run and hands the env the model (environments import no learner): ``partner_run=RUN``
+#: (CHAIC's options view, a ``chaic-bm`` run) becomes ``partner=bm.load_partner(RUN)``.
+RUN_ARGUMENTS = {"partner_run": ("partner", "jaxsoc.learners.chaic.bm", "load_partner")}
+
+
+def make_env_from(env_id: str, env_args: str = "") -> tuple[Any, Any]:
+    """Returns ``(env, params)``: ``env_id`` with ``env_args`` (``env_kwargs``): the names that are fields of the
+    env's params override them, the others go to its constructor (``make``'s ``init_kwargs``, e.g. ``rooms=true``
+    for CHAIC's options view), the ``RUN_ARGUMENTS`` loaded first. Raises ``ValueError`` for a name neither takes,
+    or a run that does not load."""
+    kwargs = env_kwargs(env_args)
+    for name, (keyword, module, loader) in RUN_ARGUMENTS.items():
+        if name in kwargs:
+            kwargs[keyword] = getattr(importlib.import_module(module), loader)(str(kwargs.pop(name)))
+    fields = {f.name for f in dataclasses.fields(jaxsoc.make(env_id)[1])}
+    init_kwargs = {k: v for k, v in kwargs.items() if k not in fields}
+    overrides = {k: v for k, v in kwargs.items() if k in fields}
     try:
-        return jaxsoc.make(config.env_id, **env_kwargs(config.env_args))
+        return jaxsoc.make(env_id, init_kwargs or None, **overrides)
     except TypeError as error:
-        raise ValueError(str(error)) from error
+        raise ValueError(
+            f"{env_id}: unknown env arguments {sorted(init_kwargs)}: not fields of its params {sorted(fields)} "
+            f"nor taken by its constructor ({error})"
+        ) from error
+
+
+def make_env(config: PPOConfig) -> tuple[Any, Any]:
+    """Returns ``(env, params)``: ``config.env_id`` with ``config.env_args`` (``make_env_from``)."""
+    return make_env_from(config.env_id, config.env_args)
 
 
 def paper_config(**overrides: Any) -> PPOConfig:

@@ -8,8 +8,11 @@ pointer heads score the object options: ``EXPLORE`` (id 0: walk to the nearest u
 around), ``LOOK`` (1: turn a full circle looking for the child, shopping), ``FOLLOW`` (2: walk to where the child
 was last seen, shopping), ``WAIT`` (3: one wait), ``PUT_IN`` (4: put the held item in the held container), ``GOAL``
 (5: walk to the goal place and put on until nothing is left to put), ``FETCH + i`` (``7 + i``: walk to object ``i``
-and pick it up), ``REMOVE + i`` (``55 + i``: walk to obstacle ``i`` and remove it). Id 6 is never valid.
-``option_id(name, obj)`` names them.
+and pick it up), ``REMOVE + i`` (``55 + i``: walk to obstacle ``i`` and remove it). Id 6 is never valid. With
+``rooms=True`` the **room options** follow (``ROOM + r``, ids ``103 + r``): walk over the door graph to the nearest
+viewpoint of room ``r`` still to explore and look around there (exploring, confined to one room; valid while the
+room has such a viewpoint), the view gains ``rooms`` (``room_view``) for the network's room pointer, and the rules'
+exploring becomes the room option of the viewpoint they would walk to. ``option_id(name, obj)`` names them.
 
 **Ending.** An option runs while the helper is ready (one decision per finished action) and ends, at the first
 decision after: its last action was issued (the pick-up, the removal, the put-in, the wait, the last turn of a look
@@ -28,7 +31,10 @@ option still running after them is continued by the next step when the policy ch
 **Observation**: the helper's (``observation.observe``, no goal) with ``objects`` from its *memory* (every object it
 knows, at its remembered position; ``where`` only for those in view), ``action_mask`` bool[NUM_OPTIONS] the valid
 options, and ``partner_classes`` float32[NUM_CLASSES], a partner model's evidence: the classes it has seen the
-constrained agent handle (``partner_evidence``, accumulated at its decisions). **Reward**: the helper's own
+constrained agent handle (``partner_evidence``, accumulated at its decisions), or, with a learned partner model
+(``ChaicOptionsEnv(partner=...)``, e.g. the BM helper's, ``learners.chaic.bm.BMPartner``, stepped at every decision
+of the helper as the BM helper steps it), the model's probability of each class being in the goal, and its
+constraint probabilities in ``partner_constraint`` float32[C]. **Reward**: the helper's own
 deliveries (its transported share of the task, ``play.transported_by``), or with ``shared_reward`` the shared
 transport reward of ``env.ChaicHelperEnv``. No shaping (the true goal is never read). The state carries ``expert``:
 the RHP rules' choice for the current decision (the plan the priority list wants, as an option; ``PUT_IN`` whenever
@@ -37,7 +43,7 @@ possible), for behaviour cloning.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -56,20 +62,32 @@ from jaxsoc.envs.chaic.play import transported_by
 EXPLORE, LOOK, FOLLOW, WAIT, PUT_IN, GOAL = 0, 1, 2, 3, 4, 5
 FETCH, REMOVE = S.PICK, S.REMOVE
 NUM_OPTIONS = S.NUM_ACTIONS
-OPTION_NAMES = ("explore", "look", "follow", "wait", "put_in", "goal", "fetch", "remove")
+ROOM = NUM_OPTIONS  # the room options (``rooms=True``) follow the primitive layout: ``ROOM + r`` explores room r
+NUM_ROOM_OPTIONS = ROOM + S.MAX_ROOMS
+OPTION_NAMES = ("explore", "look", "follow", "wait", "put_in", "goal", "fetch", "remove", "room")
 _SIMPLE = {"explore": EXPLORE, "look": LOOK, "follow": FOLLOW, "wait": WAIT, "put_in": PUT_IN, "goal": GOAL}
 OPTION_EVENTS = 48  # world events per step at most
 
 
+def num_options(rooms: bool = False) -> int:
+    """Returns the number of option ids: ``NUM_OPTIONS``, or ``NUM_ROOM_OPTIONS`` with the room options."""
+    return NUM_ROOM_OPTIONS if rooms else NUM_OPTIONS
+
+
 def option_id(name: str, obj: int | None = None) -> int:
-    """Returns the option id of ``name`` (``OPTION_NAMES``; ``obj`` the object slot of ``fetch`` / ``remove``).
-    Raises ``ValueError`` for an unknown name, a missing or out-of-range object, or an object given to another."""
+    """Returns the option id of ``name`` (``OPTION_NAMES``; ``obj`` the object slot of ``fetch`` / ``remove``, the
+    room slot of ``room``). Raises ``ValueError`` for an unknown name, a missing or out-of-range object or room, or
+    an object given to another."""
     if name not in OPTION_NAMES:
         raise ValueError(f"unknown CHAIC option {name!r}; choose from {list(OPTION_NAMES)}")
     if name in _SIMPLE:
         if obj is not None:
             raise ValueError(f"option {name!r} takes no object, got {obj}")
         return _SIMPLE[name]
+    if name == "room":
+        if obj is None or not 0 <= obj < S.MAX_ROOMS:
+            raise ValueError(f"option 'room' needs a room slot in [0, {S.MAX_ROOMS}), got {obj}")
+        return ROOM + obj
     if obj is None or not 0 <= obj < S.MAX_OBJECTS:
         raise ValueError(f"option {name!r} needs an object slot in [0, {S.MAX_OBJECTS}), got {obj}")
     return (FETCH if name == "fetch" else REMOVE) + obj
@@ -79,8 +97,11 @@ class OptionMemory(struct.PyTreeNode):
     """The helper's option memory: ``agent`` (``agents.AgentMemory`` of an RHP helper: perception and the plan it
     executes), ``option`` int32 (the running option), ``acted`` bool (it issued an action), ``issued`` bool (its
     last action was issued), ``done`` bool (it ended), ``want`` int32 (the plan kind the rules wanted at its last
-    decision, ``agents.PLAN_NAMES``: a change interrupts it), ``partner_classes`` float32[NUM_CLASSES] (1 for
-    each class the helper has seen the constrained agent hold or pick up or put: ``partner_evidence``)."""
+    decision, ``agents.PLAN_NAMES``: a change interrupts it), ``partner_classes`` float32[NUM_CLASSES] (without a
+    partner model: 1 for each class the helper has seen the constrained agent hold or pick up or put,
+    ``partner_evidence``; with one: its latest probability that the class is in the goal), ``partner`` (the partner
+    model's state; ``()`` without one), ``partner_constraint`` float32[C] (its latest constraint probabilities;
+    ``C = 0`` without one) and ``partner_frame`` int32 (the world frame the model last stepped at, -1 before)."""
 
     agent: A.AgentMemory
     option: jax.Array
@@ -89,15 +110,56 @@ class OptionMemory(struct.PyTreeNode):
     done: jax.Array
     want: jax.Array
     partner_classes: jax.Array
+    partner: Any = ()
+    partner_constraint: jax.Array = struct.field(default_factory=lambda: jnp.zeros(0, jnp.float32))
+    partner_frame: jax.Array = struct.field(default_factory=lambda: jnp.int32(-1))
 
 
-def init_memory(state: S.State) -> OptionMemory:
-    """Returns a fresh ``OptionMemory`` for the helper in ``state`` (no option running: the first step starts one)."""
+class PartnerModel(Protocol):
+    """A learned model of the constrained agent that the helper steps at each of its decisions (the helper is ready)
+    on its own observation (``observation.observe``, no goal), as the BM helper does (``learners.chaic.bm.BMPartner``
+    implements it; the learner layer loads one from a run and hands it to ``ChaicOptionsEnv(partner=...)``)."""
+
+    num_constraints: int  # C, the constraint classes it predicts
+
+    def init(self) -> Any:
+        """Returns the model's state at the start of an episode (a pytree of arrays)."""
+
+    def step(self, state: Any, obs: dict) -> tuple[Any, jax.Array, jax.Array]:
+        """Returns ``(state, targets float32[NUM_CLASSES], constraint float32[C])``: probabilities after ``obs``."""
+
+
+def init_memory(state: S.State, partner: PartnerModel | None = None) -> OptionMemory:
+    """Returns a fresh ``OptionMemory`` for the helper in ``state`` (no option running: the first step starts one;
+    ``partner``: the partner model whose state it carries, at no evidence and a uniform constraint)."""
     agent = A.RuleAgent("rhp").init(jax.random.key(0), state, S.HELPER)
     no_evidence = jnp.zeros(K.NUM_CLASSES, jnp.float32)
-    return OptionMemory(
+    mem = OptionMemory(
         agent, jnp.int32(WAIT), jnp.bool_(False), jnp.bool_(False), jnp.bool_(True), jnp.int32(-1), no_evidence
     )
+    if partner is None:
+        return mem
+    c = int(partner.num_constraints)
+    return mem.replace(partner=partner.init(), partner_constraint=jnp.full((c,), 1.0 / c, jnp.float32))
+
+
+def notice(mem: OptionMemory, state: S.State, timing: W.Timing, partner: PartnerModel | None = None) -> OptionMemory:
+    """Returns ``mem`` after the helper reads its partner at a decision: without ``partner`` the classes it sees
+    the constrained agent handle join ``partner_classes`` (``partner_evidence``); with one, the model steps on the
+    helper's observation and its predictions replace ``partner_classes`` and ``partner_constraint``, once per world
+    frame (a decision that ends an option and the next option's first one share a frame: the model steps once, as
+    ``BMHelper`` steps once per act)."""
+    if partner is None:
+        return mem.replace(partner_classes=jnp.maximum(mem.partner_classes, partner_evidence(state, timing.view_dist)))
+    obs = O.observe(state, S.HELPER, False, timing.view_dist)
+    carry, targets, constraint = partner.step(mem.partner, obs)
+    stepped = mem.replace(
+        partner=carry,
+        partner_classes=targets.astype(jnp.float32),
+        partner_constraint=constraint.astype(jnp.float32),
+        partner_frame=jnp.asarray(state.frame, jnp.int32),
+    )
+    return _select_tree(state.frame != mem.partner_frame, stepped, mem)
 
 
 def start(mem: OptionMemory, option: jax.Array, state: S.State) -> OptionMemory:
@@ -137,12 +199,25 @@ def _follow_ok(state: S.State, sit: dict, mem: A.AgentMemory) -> jax.Array:
     return _shopping(state) & jnp.isfinite(sit["child_len"]) & ~mem.child_lost
 
 
-def valid_options(mem: A.AgentMemory, state: S.State, sit: dict) -> jax.Array:
-    """Returns ``bool[NUM_OPTIONS]``: the options that may start now for the helper of ``mem`` (perceived) with
-    ``agents._situation`` ``sit``: explore and wait always; follow in shopping while the child is known; put in
+def _room_views(mem: A.AgentMemory, sit: dict) -> tuple[jax.Array, jax.Array]:
+    """Returns ``(candidates bool[MAX_ROOMS, VIEWS_PER_ROOM], explored bool[NUM_VIEWS])``: the viewpoints exploring
+    may walk to now, by room (unexplored and reachable; every viewpoint unexplored again once none is left, as
+    ``agents._explore_choice`` resets them), and the explored flags after that reset."""
+    none_left = ~sit["view_cand"].any()
+    explored = jnp.where(none_left, jnp.zeros_like(mem.explored), mem.explored)
+    cand = sit["views_ok"] & ~explored & jnp.isfinite(sit["view_len"])
+    return cand.reshape(S.MAX_ROOMS, A.VIEWS_PER_ROOM), explored
+
+
+def valid_options(mem: A.AgentMemory, state: S.State, sit: dict, rooms: bool = False) -> jax.Array:
+    """Returns ``bool[num_options(rooms)]``: the options that may start now for the helper of ``mem`` (perceived)
+    with ``agents._situation`` ``sit``: explore and wait always; follow in shopping while the child is known; put in
     when possible; look for the child in shopping; the goal place when holding something and the goal place is
-    known and reachable; fetch a known free pickable object a free hand can take; remove a known obstacle."""
-    mask = jnp.zeros(NUM_OPTIONS, bool)
+    known and reachable; fetch a known free pickable object a free hand can take; remove a known obstacle; (with
+    ``rooms``) explore room r while it has a viewpoint exploring may walk to (``_room_views``)."""
+    mask = jnp.zeros(num_options(rooms), bool)
+    if rooms:
+        mask = mask.at[ROOM:].set(_room_views(mem, sit)[0].any(-1))
     mask = mask.at[EXPLORE].set(True).at[WAIT].set(True)
     mask = mask.at[FOLLOW].set(_follow_ok(state, sit, mem)).at[LOOK].set(_shopping(state))
     mask = mask.at[PUT_IN].set(sit["put_in"])
@@ -152,17 +227,23 @@ def valid_options(mem: A.AgentMemory, state: S.State, sit: dict) -> jax.Array:
 
 
 def _decide(mem: OptionMemory, state: S.State, timing: W.Timing):
-    """Returns ``(action int32, mem, ended bool)`` at a decision of the helper (it is ready): ``ended`` when the
-    running option is over (then ``action`` is to be ignored and ``mem`` has it closed), else its next action."""
+    """Returns ``(action int32, mem, ended bool)`` at a decision of the helper (it is ready; ``mem`` has ``notice``d
+    its partner): ``ended`` when the running option is over (then ``action`` is to be ignored and ``mem`` has it
+    closed), else its next action."""
     agent = A.perceive(mem.agent, state, timing)
-    evidence = jnp.maximum(mem.partner_classes, partner_evidence(state, timing.view_dist))
     sit = A._situation(agent, state)
     opt = mem.option
-    kind = jnp.select([opt >= REMOVE, opt >= FETCH], [REMOVE, FETCH], opt)
+    in_room = opt >= ROOM  # a room option explores as EXPLORE does, within its room
+    kind = jnp.select([in_room, opt >= REMOVE, opt >= FETCH], [EXPLORE, REMOVE, FETCH], opt)
     obj = jnp.where(opt >= REMOVE, opt - REMOVE, opt - FETCH).clip(0, S.MAX_OBJECTS - 1)
-    valid = valid_options(agent, state, sit)[opt]
-    # exploring: the nearest unexplored viewpoint, chosen at the option's first decision
+    valid = valid_options(agent, state, sit)[jnp.minimum(opt, NUM_OPTIONS - 1)]  # exploring's validity is below
+    # exploring: the nearest unexplored viewpoint (in the option's room for a room option), chosen at the option's
+    # first decision
     view, explored = A._explore_choice(agent, sit)
+    by_room, _ = _room_views(agent, sit)
+    room = jnp.clip(opt - ROOM, 0, S.MAX_ROOMS - 1)
+    in_this_room = (jnp.arange(S.MAX_ROOMS) == room)[:, None] & by_room
+    view = jnp.where(in_room, A._nearest(in_this_room.reshape(-1), sit["view_len"]), view)
     first = ~mem.acted
     explore_first = first & (kind == EXPLORE)
     agent = agent.replace(
@@ -203,20 +284,21 @@ def _decide(mem: OptionMemory, state: S.State, timing: W.Timing):
         [act == S.PICK + obj, act == S.REMOVE + obj, running.scan_left == 0, near_child, jnp.bool_(False)],
         jnp.bool_(True),  # put in, wait
     )
-    going = OptionMemory(running, opt, jnp.bool_(True), last | fallback, jnp.bool_(False), want, evidence)
-    over = mem.replace(agent=closed.replace(plan=jnp.int32(A.NO_PLAN)), done=True, want=want, partner_classes=evidence)
+    going = mem.replace(agent=running, acted=jnp.bool_(True), issued=last | fallback, done=jnp.bool_(False), want=want)
+    over = mem.replace(agent=closed.replace(plan=jnp.int32(A.NO_PLAN)), done=True, want=want)
     return act, _select_tree(ended, over, going), ended
 
 
-def expert_option(mem: A.AgentMemory, state: S.State, knows_goal: bool = False) -> jax.Array:
+def expert_option(mem: A.AgentMemory, state: S.State, knows_goal: bool = False, rooms: bool = False) -> jax.Array:
     """Returns ``int32``: the RHP rules' option for the helper of ``mem`` (perceived) now: ``PUT_IN`` when
     possible, else the plan the priority list wants (``agents._rules_want``), falling back to ``EXPLORE`` where
     that option is not valid. ``knows_goal``: the rules told the true goal (``state.goal_count``: they fetch only
-    what is still needed) while perceiving only what the helper perceives, a privileged teacher for cloning."""
+    what is still needed) while perceiving only what the helper perceives, a privileged teacher for cloning.
+    ``rooms``: exploring is the room option of the viewpoint the rules would walk to (``ROOM + its room``)."""
     if knows_goal:
         mem = mem.replace(goal_count=state.goal_count.astype(jnp.int8), knows_goal=jnp.bool_(True))
     sit = A._situation(mem, state)
-    want, obj, _, _ = A._rules_want(mem, state, sit)
+    want, obj, view, _ = A._rules_want(mem, state, sit)
     opt = jnp.select(
         [
             want == A.EXPLORE,
@@ -229,13 +311,36 @@ def expert_option(mem: A.AgentMemory, state: S.State, knows_goal: bool = False) 
         [EXPLORE, GOAL, FETCH + jnp.maximum(obj, 0), REMOVE + jnp.maximum(obj, 0), FOLLOW, LOOK],
         WAIT,
     )
-    mask = valid_options(mem, state, sit)
+    if rooms:
+        opt = jnp.where((opt == EXPLORE) & (view >= 0), ROOM + view // A.VIEWS_PER_ROOM, opt)
+    mask = valid_options(mem, state, sit, rooms)
     opt = jnp.where(mask[PUT_IN], PUT_IN, opt)
     return jnp.where(mask[opt], opt, EXPLORE).astype(jnp.int32)
 
 
-def observe(options: OptionMemory, state: S.State, params: E.ChaicParams) -> dict:
-    """Returns the helper's observation (module docstring) from its option memory (perceived)."""
+def room_view(mem: A.AgentMemory, state: S.State, sit: dict) -> dict:
+    """Returns the rooms as the helper knows them (the room options' pointers read them; ``R = MAX_ROOMS``):
+    ``valid`` bool[R], ``rel_pos`` float32[R, 2] the room's centre in the helper's frame (metres), ``size``
+    float32[R, 2] its width and depth (metres), ``unexplored`` float32[R] the share of its viewpoints the helper
+    has not explored, ``here`` bool[R] the room the helper stands in."""
+    rooms, valid = state.scene.rooms, state.scene.room_valid
+    centre = 0.5 * (rooms[:, :2] + rooms[:, 2:])
+    pos = state.agents.pos[S.HELPER]
+    inside = (pos[0] >= rooms[:, 0]) & (pos[0] <= rooms[:, 2]) & (pos[1] >= rooms[:, 1]) & (pos[1] <= rooms[:, 3])
+    views = sit["views_ok"].reshape(S.MAX_ROOMS, A.VIEWS_PER_ROOM)
+    open_views = (views & ~mem.explored.reshape(S.MAX_ROOMS, A.VIEWS_PER_ROOM)).sum(-1)
+    return {
+        "valid": valid,
+        "rel_pos": jnp.where(valid[:, None], O._relative(state, S.HELPER, centre), 0.0),
+        "size": jnp.where(valid[:, None], rooms[:, 2:] - rooms[:, :2], 0.0),
+        "unexplored": jnp.where(valid, open_views / jnp.maximum(views.sum(-1), 1), 0.0).astype(jnp.float32),
+        "here": inside & valid,
+    }
+
+
+def observe(options: OptionMemory, state: S.State, params: E.ChaicParams, rooms: bool = False) -> dict:
+    """Returns the helper's observation (module docstring) from its option memory (perceived); with ``rooms`` the
+    mask covers the room options and ``rooms`` (``room_view``) is added."""
     mem = options.agent
     obs = O.observe(state, S.HELPER, params.sees_goal[S.HELPER], params.timing.view_dist, params.rays)
     vis = obs["objects"]["visible"]
@@ -248,19 +353,39 @@ def observe(options: OptionMemory, state: S.State, params: E.ChaicParams) -> dic
         "height": jnp.where(vis, obs["objects"]["height"], 0.0),
         "where": jnp.where(vis, obs["objects"]["where"], 0).astype(jnp.int8),
     }
-    obs["action_mask"] = valid_options(mem, state, A._situation(mem, state))
+    sit = A._situation(mem, state)
+    obs["action_mask"] = valid_options(mem, state, sit, rooms)
+    if rooms:
+        obs["rooms"] = room_view(mem, state, sit)
     obs["partner_classes"] = options.partner_classes
+    if options.partner_constraint.shape[-1]:
+        obs["partner_constraint"] = options.partner_constraint
     return obs
 
 
-def observation_space(rays: int = 0) -> spaces.Dict:
-    """Returns the observation space (``observation.observation_space`` with ``action_mask`` over the options)."""
+def observation_space(rays: int = 0, constraints: int = 0, rooms: bool = False) -> spaces.Dict:
+    """Returns the observation space (``observation.observation_space`` with ``action_mask`` over the options and
+    ``partner_classes``; with ``constraints > 0`` (a partner model) also ``partner_constraint``; with ``rooms`` the
+    room options' mask and ``rooms``)."""
     space = O.observation_space(rays)
+    extra = {"partner_constraint": spaces.Box(0.0, 1.0, (constraints,), jnp.float32)} if constraints else {}
+    if rooms:
+        r = S.MAX_ROOMS
+        extra["rooms"] = spaces.Dict(
+            {
+                "valid": spaces.Box(0, 1, (r,), jnp.bool_),
+                "rel_pos": spaces.Box(-100.0, 100.0, (r, 2), jnp.float32),
+                "size": spaces.Box(0.0, 100.0, (r, 2), jnp.float32),
+                "unexplored": spaces.Box(0.0, 1.0, (r,), jnp.float32),
+                "here": spaces.Box(0, 1, (r,), jnp.bool_),
+            }
+        )
     return spaces.Dict(
         {
             **space.spaces,
-            "action_mask": spaces.Box(0, 1, (NUM_OPTIONS,), jnp.bool_),
+            "action_mask": spaces.Box(0, 1, (num_options(rooms),), jnp.bool_),
             "partner_classes": spaces.Box(0.0, 1.0, (K.NUM_CLASSES,), jnp.float32),
+            **extra,
         }
     )
 
@@ -282,36 +407,51 @@ def _own(world: S.State) -> jax.Array:
 
 class ChaicOptionsEnv(Environment):
     """The helper over options (module docstring). ``task``: a CHAIC task or ``"all"``; ``shared_reward``: the
-    shared transport reward instead of the helper's own deliveries; ``events``: world events per step at most."""
+    shared transport reward instead of the helper's own deliveries; ``events``: world events per step at most;
+    ``partner``: a learned partner model (``PartnerModel``) whose predictions the view carries in
+    ``partner_classes`` and ``partner_constraint`` instead of the hand-built evidence (``env_args``
+    ``partner_run=RUN`` of a ``chaic-bm`` run: the learner layer loads it); ``rooms``: the room options too
+    (``ROOM + r``: explore room r; ``NUM_ROOM_OPTIONS`` ids) and the rooms in the view (``room_view``)."""
 
     stochastic_step = True
 
-    def __init__(self, task: str = "normal", shared_reward: bool = False, events: int = OPTION_EVENTS) -> None:
+    def __init__(
+        self,
+        task: str = "normal",
+        shared_reward: bool = False,
+        events: int = OPTION_EVENTS,
+        partner: PartnerModel | None = None,
+        rooms: bool = False,
+    ) -> None:
         if task not in (*K.TASKS, E.ALL):
             raise ValueError(f"unknown CHAIC task {task!r}; choose from {[*K.TASKS, E.ALL]}")
         if events < 1:
             raise ValueError(f"events must be positive, got {events}")
+        if partner is not None and not (callable(getattr(partner, "step", None)) and hasattr(partner, "init")):
+            raise ValueError(f"partner must be a partner model (init, step, num_constraints), got {partner!r}")
         self.task, self.shared_reward, self.events = task, bool(shared_reward), int(events)
+        self.partner, self.rooms = partner, bool(rooms)
         self.main = A.make_agent("main")
         super().__init__()
 
     @property
     def name(self) -> str:
-        return f"ChaicOptionsEnv({self.task})"
+        extras = ", partner model" * (self.partner is not None) + ", rooms" * self.rooms
+        return f"ChaicOptionsEnv({self.task}{extras})"
 
     def default_params(self) -> E.ChaicParams:
         return E.params_for(self.task)
 
     def _observe(self, state: OptionsState, params) -> dict:
-        return observe(state.helper, state.world, params)
+        return observe(state.helper, state.world, params, self.rooms)
 
     def reset_env(self, key, params):
         k_task, k_main = jax.random.split(key)
         world = E.draw_task(k_task, params)
-        helper = init_memory(world)
+        helper = init_memory(world, self.partner)
         helper = helper.replace(agent=A.perceive(helper.agent, world, params.timing))
         state = OptionsState(world, self.main.init(k_main, world, S.MAIN), helper, jnp.int32(0), jnp.int32(WAIT))
-        state = state.replace(expert=expert_option(helper.agent, world))
+        state = state.replace(expert=expert_option(helper.agent, world, rooms=self.rooms))
         return self._observe(state, params), state
 
     def _transition(self, key, state: OptionsState, action, params):
@@ -322,7 +462,7 @@ class ChaicOptionsEnv(Environment):
             k_main, k_step = jax.random.split(k)
             live = live & ~(W.success(world) | (world.frame >= world.max_frames))
             ready = W.ready(world)
-            act, decided, ended = _decide(helper, world, timing)
+            act, decided, ended = _decide(notice(helper, world, timing, self.partner), world, timing)
             ended = ended & ready[S.HELPER]
             live = live & ~ended
             helper = _select_tree(ready[S.HELPER] & (live | ended), decided, helper)
@@ -345,7 +485,7 @@ class ChaicOptionsEnv(Environment):
         truncated = ~success & (world.frame >= world.max_frames)
         helper = helper.replace(agent=A.perceive(helper.agent, world, timing))
         steps = state.steps + 1
-        new = OptionsState(world, main, helper, steps, expert_option(helper.agent, world))
+        new = OptionsState(world, main, helper, steps, expert_option(helper.agent, world, rooms=self.rooms))
         info = {
             "success": success,
             "transport_rate": W.transport_rate(world),
@@ -368,10 +508,11 @@ class ChaicOptionsEnv(Environment):
         return self._observe(state, params), state, reward, terminated, truncated, info
 
     def action_space(self, params=None) -> spaces.Discrete:
-        return spaces.Discrete(NUM_OPTIONS)
+        return spaces.Discrete(num_options(self.rooms))
 
     def observation_space(self, params=None) -> spaces.Dict:
-        return observation_space(params.rays if params is not None else 0)
+        constraints = 0 if self.partner is None else int(self.partner.num_constraints)
+        return observation_space(params.rays if params is not None else 0, constraints, self.rooms)
 
     def render(self, state, params=None):
         from jaxsoc.envs.chaic.render import render
@@ -382,19 +523,29 @@ class ChaicOptionsEnv(Environment):
 class OptionPolicyHelper:
     """A policy over options (``choose(params, net_memory, obs, key) -> (option int32, net_memory)`` on this
     module's observation) as a helper agent for ``play``: at each decision the running option goes on, or, once it
-    ended, the policy chooses the next one (``start``) and its first action is taken."""
+    ended, the policy chooses the next one (``start``) and its first action is taken. ``partner``: the partner
+    model of the view the policy was trained on (``ChaicOptionsEnv.partner``); ``rooms``: its room options."""
 
-    def __init__(self, choose, params: Any, net_memory: Any, env_params: E.ChaicParams) -> None:
+    def __init__(
+        self,
+        choose,
+        params: Any,
+        net_memory: Any,
+        env_params: E.ChaicParams,
+        partner: PartnerModel | None = None,
+        rooms: bool = False,
+    ) -> None:
         self.choose, self.params, self.net_memory, self.env_params = choose, params, net_memory, env_params
+        self.partner, self.rooms = partner, rooms
 
     def init(self, key: jax.Array, state: S.State, agent: int | jax.Array = S.HELPER) -> dict:
         """Returns ``{"options": OptionMemory, "net": the policy's memory, "key": key}``."""
-        return {"options": init_memory(state), "net": self.net_memory, "key": key}
+        return {"options": init_memory(state, self.partner), "net": self.net_memory, "key": key}
 
     def act(self, key: jax.Array, memory: dict, state: S.State, timing: W.Timing = A.DEFAULT_TIMING):
         """Returns ``(action int32, memory)``: the running option's next action, or the first of a new one."""
-        act, mem, ended = _decide(memory["options"], state, timing)
-        obs = observe(mem, state, self.env_params.replace(timing=timing))
+        act, mem, ended = _decide(notice(memory["options"], state, timing, self.partner), state, timing)
+        obs = observe(mem, state, self.env_params.replace(timing=timing), self.rooms)
         k_next, k_choose = jax.random.split(memory["key"])
         option, net = self.choose(self.params, memory["net"], obs, k_choose)
         new_act, new_mem, _ = _decide(start(mem, option, state), state, timing)
@@ -408,9 +559,11 @@ class OptionPolicyHelper:
 class OptionExpertHelper:
     """The RHP rules acting through the options (``expert_option`` chooses each option, ``_decide`` carries it out):
     the ceiling a policy cloned from them reaches on this action space (``jaxsoc chaic eval --helper rhp_options``;
-    ``knows_goal``: the rules told the true goal, the warm start's privileged teacher, ``--helper goal_options``)."""
+    ``knows_goal``: the rules told the true goal, the warm start's privileged teacher, ``--helper goal_options``;
+    ``rooms``: exploring through the room options, ``--helper rhp_rooms``)."""
 
     knows_goal: bool = struct.field(pytree_node=False, default=False)
+    rooms: bool = struct.field(pytree_node=False, default=False)
 
     def init(self, key: jax.Array, state: S.State, agent: int | jax.Array = S.HELPER) -> OptionMemory:
         """Returns a fresh ``OptionMemory`` (``init_memory``)."""
@@ -418,7 +571,7 @@ class OptionExpertHelper:
 
     def act(self, key: jax.Array, memory: OptionMemory, state: S.State, timing: W.Timing = A.DEFAULT_TIMING):
         """Returns ``(action int32, memory)``: the running option's next action, or the first of the rules' next."""
-        act, mem, ended = _decide(memory, state, timing)
-        option = expert_option(mem.agent, state, self.knows_goal)
+        act, mem, ended = _decide(notice(memory, state, timing), state, timing)
+        option = expert_option(mem.agent, state, self.knows_goal, self.rooms)
         new_act, new_mem, _ = _decide(start(mem, option, state), state, timing)
         return jnp.where(ended, new_act, act).astype(jnp.int32), _select_tree(ended, new_mem, mem)

@@ -558,6 +558,37 @@ class BMHelper:
         return action, BMMemory(rule=rule, h=h, m=m, targets=probs, constraint=jax.nn.softmax(constraint))
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class BMPartner:
+    """The behaviour model as the options view's partner model (``envs.chaic.options.PartnerModel``): its state is
+    ``(h, m)`` (``initial_carry``), and each step reads the helper's observation through ``features`` and returns
+    the goal's class probabilities (sigmoid of ``targets``) and the constraint's (softmax), as ``BMHelper`` computes
+    them."""
+
+    params: Any
+    config: BMConfig
+
+    @property
+    def num_constraints(self) -> int:
+        return len(CONSTRAINTS)
+
+    def init(self) -> tuple[jax.Array, jax.Array]:
+        """Returns ``initial_carry(config)``."""
+        return initial_carry(self.config)
+
+    def step(self, carry: tuple[jax.Array, jax.Array], obs: dict):
+        """Returns ``((h, m), targets float32[NUM_CLASSES], constraint float32[len(CONSTRAINTS)])`` after one helper
+        observation ``obs`` (``observation.observe``)."""
+        carry, targets, constraint = model(self.config).apply({"params": self.params}, carry, features(obs))
+        return carry, jax.nn.sigmoid(targets), jax.nn.softmax(constraint)
+
+
+def load_partner(run: str | Path) -> BMPartner:
+    """Returns the ``BMPartner`` of a ``chaic-bm`` run directory (``load``); raises ``ValueError`` as ``load``."""
+    config, params = load(run)
+    return BMPartner(params, config)
+
+
 # ---------------------------------------------------------------------------------------------------- runs
 
 

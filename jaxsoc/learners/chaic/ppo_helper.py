@@ -45,7 +45,7 @@ def load_ppo_helper(run_dir: str | Path, greedy: bool = False) -> Any:
     """Returns the newest checkpoint of ``run_dir`` (``jaxsoc train ppo`` on a CHAIC helper view) as an agent:
     ``agents.PolicyHelper`` seeing what the run's env showed the helper (goal, ray-cast image), or, for a run on
     the options view (``CHAIC-<Task>-Options-v0``, ``learners.chaic.options_ppo``), ``options.OptionPolicyHelper``
-    choosing each option with the network.
+    choosing each option with the network (and stepping the view's partner model, ``env_args`` ``partner_run``).
 
     Raises:
         FileNotFoundError: no checkpoint.
@@ -64,7 +64,7 @@ def load_ppo_helper(run_dir: str | Path, greedy: bool = False) -> Any:
             return option, state["memory"]
 
         light = env_params.replace(tasks=None)  # the observation needs no task bank
-        return OptionPolicyHelper(choose, variables, model.initial_memory(1), light)
+        return OptionPolicyHelper(choose, variables, model.initial_memory(1), light, env.partner, env.rooms)
     if not isinstance(env, ChaicHelperEnv):
         raise ValueError(f"{run_dir}: trained on {env.name}, not a CHAIC helper view (CHAIC-<Task>-Helper-v0)")
     helper = NetworkHelper(model, greedy)

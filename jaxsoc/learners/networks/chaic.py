@@ -17,12 +17,16 @@ importing the learners starts no jax backend (``jax.distributed.initialize`` nee
 - optionally (``partner_classes``; the options view, ``envs.chaic.options``) a partner model's evidence,
   ``obs["partner_classes"]`` float32[NUM_CLASSES] (the classes the constrained agent was seen to handle): the vector
   joins the agent vector and each object token gets its class's entry, so the pointers can prefer those objects.
+  With a learned partner model in the view (``ChaicOptionsEnv(partner=...)``) the entries are its goal probabilities
+  and its constraint probabilities ``obs["partner_constraint"]`` join the agent vector too.
 
 The pooled objects, the agent vector (and the image code) go through a ReLU layer and a GRU. The value is a linear
 head on the GRU state. The actor scores the 7 actions without an object (move, turns, wait, put in, put on,
 message) with a linear head, and ``pick i`` / ``remove i`` as the scaled dot product of object ``i``'s token with a
 query from the GRU state (a pointer per action kind): permuting the object slots permutes those logits the same
-way and changes nothing else. With ``mask_actions`` the logits of the actions ``obs["action_mask"]`` marks invalid
+way and changes nothing else. With the options view's room options (``NUM_ROOM_ACTIONS``) a third pointer scores
+each room from its token (``obs["rooms"]``: centre, size, share unexplored, whether the agent is in it). With
+``mask_actions`` the logits of the actions ``obs["action_mask"]`` marks invalid
 are set to ``-1e9`` before the softmax, so an invalid action is never sampled (its log-probability is about
 ``-1e9``, its probability exactly 0 in float32, and the entropy stays finite); a row with no valid action is left
 unmasked.
@@ -46,6 +50,7 @@ MASKED_LOGIT = -1e9
 NUM_GLOBAL_ACTIONS = S.PICK  # the actions before ``PICK``: move, turn left/right, wait, put in, put on, message
 NUM_KINDS = len(S.ACTION_NAMES) + 1  # the partner's action kind, +1 (0: unseen)
 NUM_STATUS = 3  # ONGOING, FAILED, SUCCEEDED
+NUM_ROOM_ACTIONS = S.NUM_ACTIONS + S.MAX_ROOMS  # the options view with room options (``envs.chaic.options.ROOM``)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +63,8 @@ class ChaicConfig:
         memory_dim: GRU size.
         rays: 0 (no image), else the number of depth / semantic rays the observation must carry.
         mask_actions: invalid actions (``obs["action_mask"]``) get probability 0.
-        num_actions: actor outputs (``state.NUM_ACTIONS``).
+        num_actions: actor outputs: ``state.NUM_ACTIONS``, or ``NUM_ROOM_ACTIONS`` with the options view's room
+            options (``ChaicOptionsEnv(rooms=True)``), scored by a pointer over ``obs["rooms"]``.
         partner_classes: read ``obs["partner_classes"]`` (module docstring).
     """
 
@@ -76,8 +82,16 @@ class ChaicConfig:
                 raise ValueError(f"ChaicConfig.{name} must be positive, got {getattr(self, name)}")
         if self.rays < 0:
             raise ValueError(f"ChaicConfig.rays must be >= 0, got {self.rays}")
-        if self.num_actions != S.NUM_ACTIONS:
-            raise ValueError(f"ChaicConfig.num_actions must be CHAIC's {S.NUM_ACTIONS}, got {self.num_actions}")
+        if self.num_actions not in (S.NUM_ACTIONS, NUM_ROOM_ACTIONS):
+            raise ValueError(
+                f"ChaicConfig.num_actions must be CHAIC's {S.NUM_ACTIONS} (or {NUM_ROOM_ACTIONS} with the options "
+                f"view's room options), got {self.num_actions}"
+            )
+
+    @property
+    def rooms(self) -> bool:
+        """Whether the actor scores the room options (``num_actions == NUM_ROOM_ACTIONS``)."""
+        return self.num_actions == NUM_ROOM_ACTIONS
 
 
 PRESETS = {"small": ChaicConfig(), "tiny": ChaicConfig(embed=8, hidden=32, memory_dim=32)}
@@ -107,6 +121,8 @@ class ChaicPolicy(nn.Module):
         self.actor = nn.Dense(NUM_GLOBAL_ACTIONS)
         self.keys = nn.Dense(2 * c.hidden)  # pick and remove keys of each object token
         self.queries = nn.Dense(2 * c.hidden)
+        if c.rooms:
+            self.room_1, self.room_keys, self.room_query = nn.Dense(c.hidden), nn.Dense(c.hidden), nn.Dense(c.hidden)
 
     def initial_memory(self, batch: int) -> dict[str, jax.Array]:
         """Returns ``{"h": float32[batch, memory_dim]}`` of zeros."""
@@ -170,7 +186,28 @@ class ChaicPolicy(nn.Module):
         ]
         if self.config.partner_classes:
             parts.append(obs["partner_classes"].astype(jnp.float32))
+            if "partner_constraint" in obs:  # a learned partner model's constraint probabilities
+                parts.append(obs["partner_constraint"].astype(jnp.float32))
         return jnp.concatenate(parts, -1)
+
+    def room_logits(self, rooms: dict, h: jax.Array) -> jax.Array:
+        """Returns ``float32[B, MAX_ROOMS]``: each room's score, the scaled dot product of its token (valid, centre
+        in the agent's frame and distance, size, share unexplored, whether the agent is in it) with a query from
+        the GRU state ``h``."""
+        rel = rooms["rel_pos"].astype(jnp.float32) / 8.0
+        features = jnp.concatenate(
+            [
+                rooms["valid"].astype(jnp.float32)[..., None],
+                rel,
+                jnp.linalg.norm(rel, axis=-1, keepdims=True),
+                rooms["size"].astype(jnp.float32) / 8.0,
+                rooms["unexplored"].astype(jnp.float32)[..., None],
+                rooms["here"].astype(jnp.float32)[..., None],
+            ],
+            -1,
+        )
+        keys = self.room_keys(nn.relu(self.room_1(features)))  # [B, R, hidden]
+        return jnp.einsum("brd,bd->br", keys, self.room_query(h)) / jnp.sqrt(self.config.hidden)
 
     def image(self, obs: dict) -> jax.Array:
         """Returns ``float32[B, F]``: the ray-cast depth and semantic codes (``raycast.SEMANTIC_NAMES``: walls,
@@ -195,7 +232,10 @@ class ChaicPolicy(nn.Module):
         keys = self.keys(tokens).reshape(*tokens.shape[:-1], 2, c.hidden)  # [B, N, 2, hidden]
         queries = self.queries(h).reshape(h.shape[0], 2, c.hidden)  # [B, 2, hidden]
         pointers = jnp.einsum("bnkd,bkd->bkn", keys, queries) / jnp.sqrt(c.hidden)  # [B, 2, N]: pick, remove
-        logits = jnp.concatenate([self.actor(h), pointers.reshape(h.shape[0], -1)], -1)
+        logits = [self.actor(h), pointers.reshape(h.shape[0], -1)]
+        if c.rooms:
+            logits.append(self.room_logits(obs["rooms"], h))
+        logits = jnp.concatenate(logits, -1)
         if c.mask_actions:
             valid = obs["action_mask"].astype(bool)
             valid = valid | ~valid.any(-1, keepdims=True)
@@ -213,6 +253,11 @@ def check(config: ChaicConfig, space) -> None:
     needed = {"objects", "pose", "partner_pose", "action_mask"}
     if not needed <= keys:
         raise ValueError(f"the chaic network needs a CHAIC observation (keys {sorted(needed)}), got {sorted(keys)}")
+    if config.rooms and "rooms" not in keys:
+        raise ValueError(
+            f"the chaic network with {NUM_ROOM_ACTIONS} actions (room options) needs obs['rooms'] (the options view "
+            "with rooms=True)"
+        )
     if config.partner_classes and "partner_classes" not in keys:
         raise ValueError(
             "the chaic network with partner_classes needs obs['partner_classes'] (the options view, "
