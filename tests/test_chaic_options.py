@@ -254,6 +254,11 @@ def test_a_partner_model_is_stepped_at_each_decision_and_fills_the_view(episode)
     assert OP.observation_space(constraints=3).contains(obs)
     plain = observe(jax.jit(OP.notice)(OP.init_memory(state), state, timing), state, params)
     assert "partner_constraint" not in plain and OP.observation_space().contains(plain)
+    for memory in (OP.init_memory(state), OP.init_memory(state, partner)):  # orbax saves no zero-size array
+        assert all(np.size(leaf) > 0 for leaf in jax.tree_util.tree_leaves(memory))
+    assert (
+        len(jax.tree_util.tree_leaves(OP.init_memory(state))) == len(jax.tree_util.tree_leaves(mem.agent)) + 6
+    )  # as before partner models
     env = OP.ChaicOptionsEnv("normal", partner=partner)
     assert env.observation_space(params)["partner_constraint"].shape == (3,) and "partner model" in env.name
     with pytest.raises(ValueError, match="partner must be a partner model"):

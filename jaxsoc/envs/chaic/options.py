@@ -100,8 +100,9 @@ class OptionMemory(struct.PyTreeNode):
     decision, ``agents.PLAN_NAMES``: a change interrupts it), ``partner_classes`` float32[NUM_CLASSES] (without a
     partner model: 1 for each class the helper has seen the constrained agent hold or pick up or put,
     ``partner_evidence``; with one: its latest probability that the class is in the goal), ``partner`` (the partner
-    model's state; ``()`` without one), ``partner_constraint`` float32[C] (its latest constraint probabilities;
-    ``C = 0`` without one) and ``partner_frame`` int32 (the world frame the model last stepped at, -1 before)."""
+    model's state), ``partner_constraint`` float32[C] (its latest constraint probabilities) and ``partner_frame``
+    int32 (the world frame the model last stepped at, -1 before); these three are ``()``, None and None without a
+    model, so the memory has exactly the leaves it had before partner models (older runs' states restore)."""
 
     agent: A.AgentMemory
     option: jax.Array
@@ -111,8 +112,8 @@ class OptionMemory(struct.PyTreeNode):
     want: jax.Array
     partner_classes: jax.Array
     partner: Any = ()
-    partner_constraint: jax.Array = struct.field(default_factory=lambda: jnp.zeros(0, jnp.float32))
-    partner_frame: jax.Array = struct.field(default_factory=lambda: jnp.int32(-1))
+    partner_constraint: jax.Array | None = None
+    partner_frame: jax.Array | None = None
 
 
 class PartnerModel(Protocol):
@@ -140,7 +141,8 @@ def init_memory(state: S.State, partner: PartnerModel | None = None) -> OptionMe
     if partner is None:
         return mem
     c = int(partner.num_constraints)
-    return mem.replace(partner=partner.init(), partner_constraint=jnp.full((c,), 1.0 / c, jnp.float32))
+    uniform = jnp.full((c,), 1.0 / c, jnp.float32)
+    return mem.replace(partner=partner.init(), partner_constraint=uniform, partner_frame=jnp.int32(-1))
 
 
 def notice(mem: OptionMemory, state: S.State, timing: W.Timing, partner: PartnerModel | None = None) -> OptionMemory:
@@ -358,7 +360,7 @@ def observe(options: OptionMemory, state: S.State, params: E.ChaicParams, rooms:
     if rooms:
         obs["rooms"] = room_view(mem, state, sit)
     obs["partner_classes"] = options.partner_classes
-    if options.partner_constraint.shape[-1]:
+    if options.partner_constraint is not None:
         obs["partner_constraint"] = options.partner_constraint
     return obs
 
