@@ -605,7 +605,7 @@ MODULE_SECONDS = {
     "tests/test_gpu_suite.py": 26,
     "tests/test_bib_dataset.py": 25,
     "tests/test_docs.py": 24,
-    "tests/test_chaic_options.py": 23,
+    "tests/test_chaic_options.py": 240,
     "tests/test_minigrid_navigation.py": 23,
     "tests/test_chaic_render.py": 22,
     "tests/test_babyai_generation.py": 20,
