@@ -233,6 +233,23 @@ def test_cell_encoder_keypoints_learn_the_agent_and_objects(episodes):
     np.testing.assert_allclose(np.asarray(metrics["loss"]), bc + aux, rtol=1e-5)
 
 
+def _fit_held_out(learner, episodes, steps: int, optimize: bool = False):
+    """Trains ``learner`` on 24 of the 32 episodes (batches of 8 drawn on the host) for ``steps`` steps; returns
+    ``(state, before, after, still)``: the BC loss of the 8 held out before and after, and that of predicting no
+    motion on them. ``optimize``: XLA's optimisations on (``optimized``)."""
+    train, held_out = D.take(episodes, np.r_[0:12, 16:28]), D.take(episodes, np.r_[12:16, 28:32])
+    held_out_loss = jax.jit(lambda p: learner.loss(p, None, jax.random.key(5), {"episodes": held_out}, False)[0])
+    actions, valid = D.step_actions(held_out)[:, W.TEST], D.step_valid(held_out)[:, W.TEST]
+    still = float(jnp.sum(jnp.mean(actions**2, -1) * valid) / jnp.sum(valid))
+    update, state = jax.jit(learner.update), learner.init(jax.random.key(0))
+    before = float(held_out_loss(state.params))
+    train, rng = jax.tree.map(np.asarray, train), np.random.default_rng(1)
+    with optimized() if optimize else contextlib.nullcontext():
+        for key in jax.random.split(jax.random.key(1), steps):
+            state, _ = update(state, key, {"episodes": D.take(train, rng.choice(24, 8, replace=False))})
+    return state, before, float(held_out_loss(state.params)), still
+
+
 def test_symbolic_bc_beats_predicting_no_motion_on_held_out_episodes(episodes):
     """Issue 40's recipe on symbolic states (any trial as the query, every real step of it a query) trained on
     24 episodes: the BC loss of 8 held-out ones falls below predicting no motion (the baselines' pixel heads on
@@ -241,16 +258,7 @@ def test_symbolic_bc_beats_predicting_no_motion_on_held_out_episodes(episodes):
     fine-tuning the committed pixel encoder is tested below."""
     config = BCConfig(batch_size=8, lr=1e-3, dropout=0.0, context_pairs=8, query_steps=0, query_trial="any")
     learner = BCLearner(dataclasses.replace(config, inputs="symbolic"))
-    train, held_out = D.take(episodes, np.r_[0:12, 16:28]), D.take(episodes, np.r_[12:16, 28:32])
-    held_out_loss = jax.jit(lambda p: learner.loss(p, None, jax.random.key(5), {"episodes": held_out}, False)[0])
-    actions, valid = D.step_actions(held_out)[:, W.TEST], D.step_valid(held_out)[:, W.TEST]
-    still = float(jnp.sum(jnp.mean(actions**2, -1) * valid) / jnp.sum(valid))
-    update, state = jax.jit(learner.update), learner.init(jax.random.key(0))
-    before = float(held_out_loss(state.params))
-    train, rng = jax.tree.map(np.asarray, train), np.random.default_rng(1)  # batches drawn on the host
-    for key in jax.random.split(jax.random.key(1), 150):
-        state, _ = update(state, key, {"episodes": D.take(train, rng.choice(24, 8, replace=False))})
-    after = float(held_out_loss(state.params))
+    _, before, after, still = _fit_held_out(learner, episodes, 150)
     assert before > 0.9 * still and after < 0.85 * still, (before, after, still)
 
 
@@ -265,18 +273,7 @@ def test_fine_tuning_the_committed_pixel_encoder_beats_predicting_no_motion_on_h
     config = BCConfig(
         batch_size=8, lr=1e-3, dropout=0.0, context_pairs=8, query_steps=4, query_trial="any", encoder="cells"
     )
-    learner = BCLearner(config, encoder)
-    train, held_out = D.take(episodes, np.r_[0:12, 16:28]), D.take(episodes, np.r_[12:16, 28:32])
-    held_out_loss = jax.jit(lambda p: learner.loss(p, None, jax.random.key(5), {"episodes": held_out}, False)[0])
-    actions, valid = D.step_actions(held_out)[:, W.TEST], D.step_valid(held_out)[:, W.TEST]
-    still = float(jnp.sum(jnp.mean(actions**2, -1) * valid) / jnp.sum(valid))
-    update, state = jax.jit(learner.update), learner.init(jax.random.key(0))
-    before = float(held_out_loss(state.params))
-    train, rng = jax.tree.map(np.asarray, train), np.random.default_rng(1)
-    with optimized():
-        for key in jax.random.split(jax.random.key(1), 60):
-            state, _ = update(state, key, {"episodes": D.take(train, rng.choice(24, 8, replace=False))})
-    after = float(held_out_loss(state.params))
+    state, before, after, still = _fit_held_out(BCLearner(config, encoder), episodes, 60, optimize=True)
     assert before > 0.9 * still and after < 0.85 * still, (before, after, still)
     moved = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), state.params["encoder"], encoder)
     assert all(jax.tree.leaves(moved))

@@ -134,15 +134,14 @@ def test_learner_parts_write_complete_stamped_rows(tmp_path):
     assert watch["demos_per_s"] > 0 and watch["projected_epoch_s"] == pytest.approx(6314 / watch["demos_per_s"])
     assert all(r["env_steps_per_s"] > 0 and r["projected_hours"] > 0 and r["updates"] == 1 for r in rl)
     learners = rows["bib_learners"]  # one row per toy kind, each learner class: two seeds, two steps timed
-    assert [r["kind"] for r in learners] == ["bib-atc", "bib-bc-mlp", "bib-video-rnn", "bib-bc-mlp:cells"]
-    assert learners[-1]["config"]["encoder"] == "cells" and learners[-1]["paper_name"] == learners[1]["paper_name"]
+    assert [r["kind"] for r in learners] == ["bib-atc", "bib-bc-mlp", "bib-video-rnn"]
     for r in learners:
         assert "error" not in r and r["seeds"] == 2 and len(r["loss"]) == 2 and r["steps_measured"] == 2
         assert r["steps_per_s"] > 0 and r["episodes_per_s"] == pytest.approx(r["steps_per_s"] * r["batch"] * 2)
         assert r["train_episodes"] == 8 and r["steps_per_epoch"] == -(-8 * r["repeats"] // r["batch"])
         assert r["projected_minutes"] == pytest.approx(r["epochs"] * r["steps_per_epoch"] / r["steps_per_s"] / 60)
         assert r["meets_target"] == (r["projected_minutes"] <= 30) and not r["fused"]  # a CPU: Python-driven steps
-    assert [r["repeats"] for r in learners] == [2, 1, 1, 1] and learners[0]["batch"] == 8
+    assert [r["repeats"] for r in learners] == [2, 1, 1] and learners[0]["batch"] == 8
     answerer, explorer, memory = rows["excalibur_learners"]  # the answerer's loop, then the explorers' programs
     assert (answerer["learner"], answerer["size"], explorer["learner"], explorer["size"]) == ("answerer", 2, "ppo", 2)
     assert (memory["learner"], memory["size"]) == ("memory", 2) and "error" not in memory
@@ -334,3 +333,27 @@ def test_trainer_program_times_the_updates_and_projects_the_hours():
         "env_steps_per_s": 240.0,  # 3 updates x 40 frames in half a second
         "projected_hours": pytest.approx(1.2e7 / 240 / 3600),
     }
+
+
+def test_learner_variants_are_measured_under_their_own_keys():
+    """The learner parts' variants (the toy runs leave them out: each is another compile): the options view's
+    (``rooms=true``, the committed behaviour model as partner) and BIB's cell encoder, keyed apart from the plain
+    rows, with configs that build."""
+    from jaxsoc.gpu_suite import bib_learners, chaic_learners
+    from jaxsoc.learners.bib import run
+
+    params = {p.name: p.params for p in gpu_suite.PARTS}
+    variants = params["chaic_learners"]["options_env_args"]
+    keys = {args: chaic_learners._ppo_program(2, 2, 1, 1, options=True, env_args=args).key for args in variants}
+    assert len(set(keys.values())) == len(variants) == 3 and "|" not in keys[""].split("updates=")[1]
+    partner = next(args for args in variants if args.startswith("partner_run="))
+    assert (ROOT / partner.split("=", 1)[1] / "run.json").is_file()  # the committed behaviour model
+    assert (
+        "bib-bc-mlp:cells" in params["bib_learners"]["kinds"]
+        and bib_learners.run_kind("bib-bc-mlp:cells") == "bib-bc-mlp"
+    )
+    config = run.make_config("bib-bc-mlp", **bib_learners._overrides(params["bib_learners"], "bib-bc-mlp:cells"))
+    plain = run.make_config("bib-bc-mlp", **bib_learners._overrides(params["bib_learners"], "bib-bc-mlp"))
+    assert config.encoder == "cells" and config.aux_weight == 1.0 and plain.encoder != "cells"
+    p = params["bib_learners"]
+    assert bib_learners._key(p, "bib-bc-mlp:cells", config) != bib_learners._key(p, "bib-bc-mlp", plain)
