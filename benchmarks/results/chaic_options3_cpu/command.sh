@@ -25,3 +25,15 @@ for run in bm_view rooms; do
 done
 python -m jaxsoc.cli chaic eval --helper ppo=$W/bm_view --seeds 3 --out $W/eval_bm_view --append
 python scripts/chaic_paired.py $W/eval_bm_view/chaic_eval.json ppo_greedy rhp
+# a second training seed of both runs (--seed 1), evaluated the same way
+for pair in 0:bm_view:partner_run=$R/bm 1:rooms:rooms=true; do
+  core=${pair%%:*}; rest=${pair#*:}; run=${rest%%:*}; args=${rest#*:}
+  (taskset -c $core python scripts/chaic_options_ppo.py $W/${run}_s1 --seed 1 --bc-batches 60 --updates 30 \
+    --preset small-partner --teacher goal --env-args $args && mkdir -p $W/eval_${run}_s1 && \
+   cp benchmarks/results/chaic_options2_cpu/goal_teacher_long/chaic_eval.json $W/eval_${run}_s1/ && \
+   python -m jaxsoc.cli chaic eval --helper ppo_greedy=$W/${run}_s1 ppo=$W/${run}_s1 --seeds 3 \
+     --out $W/eval_${run}_s1 --append) &
+done
+wait
+# the checkpoint curve of bm_view (every 5 updates, 1 seed each)
+python scripts/chaic_options_tr_curve.py $W/bm_view $W/bm_view/checkpoints $R/bm_view/tr_curve --bc-options 38400
