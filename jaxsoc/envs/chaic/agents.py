@@ -498,12 +498,17 @@ def _refresh(sit: dict, mem: AgentMemory) -> dict:
     return sit
 
 
-def _explore_choice(mem: AgentMemory, sit: dict) -> tuple[jax.Array, jax.Array]:
-    """Returns ``(view int32, explored bool[V])``: the nearest unexplored reachable viewpoint, every viewpoint
-    reset to unexplored first when none is left."""
+def explore_candidates(mem: AgentMemory, sit: dict) -> tuple[jax.Array, jax.Array]:
+    """Returns ``(candidates bool[V], explored bool[V])``: the viewpoints exploring may walk to (unexplored and
+    reachable), every viewpoint reset to unexplored first when none is left, and the explored flags after that."""
     none_left = ~sit["view_cand"].any()
     explored = jnp.where(none_left, jnp.zeros_like(mem.explored), mem.explored)
-    cand = sit["views_ok"] & ~explored & jnp.isfinite(sit["view_len"])
+    return sit["views_ok"] & ~explored & jnp.isfinite(sit["view_len"]), explored
+
+
+def _explore_choice(mem: AgentMemory, sit: dict) -> tuple[jax.Array, jax.Array]:
+    """Returns ``(view int32, explored bool[V])``: the nearest of ``explore_candidates``, and the explored flags."""
+    cand, explored = explore_candidates(mem, sit)
     return _nearest(cand, sit["view_len"]), explored
 
 

@@ -201,14 +201,10 @@ def _follow_ok(state: S.State, sit: dict, mem: A.AgentMemory) -> jax.Array:
     return _shopping(state) & jnp.isfinite(sit["child_len"]) & ~mem.child_lost
 
 
-def _room_views(mem: A.AgentMemory, sit: dict) -> tuple[jax.Array, jax.Array]:
-    """Returns ``(candidates bool[MAX_ROOMS, VIEWS_PER_ROOM], explored bool[NUM_VIEWS])``: the viewpoints exploring
-    may walk to now, by room (unexplored and reachable; every viewpoint unexplored again once none is left, as
-    ``agents._explore_choice`` resets them), and the explored flags after that reset."""
-    none_left = ~sit["view_cand"].any()
-    explored = jnp.where(none_left, jnp.zeros_like(mem.explored), mem.explored)
-    cand = sit["views_ok"] & ~explored & jnp.isfinite(sit["view_len"])
-    return cand.reshape(S.MAX_ROOMS, A.VIEWS_PER_ROOM), explored
+def _room_views(mem: A.AgentMemory, sit: dict) -> jax.Array:
+    """Returns ``bool[MAX_ROOMS, VIEWS_PER_ROOM]``: the viewpoints exploring may walk to now
+    (``agents.explore_candidates``), by room."""
+    return A.explore_candidates(mem, sit)[0].reshape(S.MAX_ROOMS, A.VIEWS_PER_ROOM)
 
 
 def valid_options(mem: A.AgentMemory, state: S.State, sit: dict, rooms: bool = False) -> jax.Array:
@@ -219,7 +215,7 @@ def valid_options(mem: A.AgentMemory, state: S.State, sit: dict, rooms: bool = F
     ``rooms``) explore room r while it has a viewpoint exploring may walk to (``_room_views``)."""
     mask = jnp.zeros(num_options(rooms), bool)
     if rooms:
-        mask = mask.at[ROOM:].set(_room_views(mem, sit)[0].any(-1))
+        mask = mask.at[ROOM:].set(_room_views(mem, sit).any(-1))
     mask = mask.at[EXPLORE].set(True).at[WAIT].set(True)
     mask = mask.at[FOLLOW].set(_follow_ok(state, sit, mem)).at[LOOK].set(_shopping(state))
     mask = mask.at[PUT_IN].set(sit["put_in"])
@@ -241,11 +237,9 @@ def _decide(mem: OptionMemory, state: S.State, timing: W.Timing):
     valid = valid_options(agent, state, sit)[jnp.minimum(opt, NUM_OPTIONS - 1)]  # exploring's validity is below
     # exploring: the nearest unexplored viewpoint (in the option's room for a room option), chosen at the option's
     # first decision
-    view, explored = A._explore_choice(agent, sit)
-    by_room, _ = _room_views(agent, sit)
-    room = jnp.clip(opt - ROOM, 0, S.MAX_ROOMS - 1)
-    in_this_room = (jnp.arange(S.MAX_ROOMS) == room)[:, None] & by_room
-    view = jnp.where(in_room, A._nearest(in_this_room.reshape(-1), sit["view_len"]), view)
+    cand, explored = A.explore_candidates(agent, sit)
+    in_this_room = jnp.arange(A.NUM_VIEWS) // A.VIEWS_PER_ROOM == opt - ROOM
+    view = A._nearest(cand & (in_this_room | ~in_room), sit["view_len"])
     first = ~mem.acted
     explore_first = first & (kind == EXPLORE)
     agent = agent.replace(
