@@ -695,12 +695,20 @@ def test_acmodel_seeds_vmap(learner, demos):
     states, metrics = jax.jit(jax.vmap(learner.update, in_axes=(0, None)))(starts, batch)
     starts, states, metrics = jax.device_get((starts, states, metrics))
     close = functools.partial(np.testing.assert_allclose, rtol=1e-4, atol=1e-5)
+    # grad_norm, the gradients' norm, is computed by the two programs in other float32 orders through BatchNorm and
+    # 3 chunks of BPTT: assert_same_first_step holds the gradients to 1e-3 of the largest, and grad_norm is held to the
+    # same 1e-3, relative. Its measured spread, vmapped against separate: 2e-7 to 9.9e-5 relative over 10 updates
+    # (seeds 0-3 and 5, two each; 2-core host, JAX_DISABLE_MOST_OPTIMIZATIONS=1), 1.2e-4 in a slow-tier run, over the
+    # 1e-4 it had; the other metrics differ by under 3e-7 and keep 1e-4.
+    norm_close = functools.partial(np.testing.assert_allclose, rtol=1e-3)
     for i in range(2):
         mine = lambda tree, i=i: jax.tree.map(lambda x: x[i], tree)  # noqa: E731
         start = mine(starts)  # the separate update starts where the vmapped one did (vmapped init: within 1 ulp)
         jax.tree.map(functools.partial(np.testing.assert_allclose, rtol=1e-6), learner.init_jit(keys[i]), start)
         single, single_metrics = jax.device_get(learner.update_jit(start, batch))
-        jax.tree.map(close, single_metrics, mine(metrics))
+        vmapped_metrics = mine(metrics)
+        norm_close(single_metrics.pop("grad_norm"), vmapped_metrics.pop("grad_norm"))
+        jax.tree.map(close, single_metrics, vmapped_metrics)
         jax.tree.map(close, single.batch_stats, mine(states.batch_stats))
         assert_same_first_step(start, single, mine(states), CONFIG.lr)
     apart = jax.tree.map(lambda x: float(np.max(np.abs(x[0] - x[1]))), states.params)

@@ -237,7 +237,8 @@ def test_cli_bank_eval_render(tmp_path, capsys, monkeypatch):
     assert "house 0:" in out and "->" in out
     # eval and render on a small bank (the command's own bank is the full test split)
     houses = B.make_bank("test", config=SMALL, num_houses=24, m_per_family=6)[0]
-    monkeypatch.setattr(B, "cached_bank", lambda split, seed=0: houses)
+    # cached_bank(split, seed, config), as jaxsoc/cli/excalibur.py calls it
+    monkeypatch.setattr(B, "cached_bank", lambda split="train", seed=0, config=None: houses)
     argv = ["--explore-budget", "30", "--reenter-budget", "5"]
     assert (
         main(["excalibur", "eval", "--agent", "oracle", "random", "--episodes", "6", *argv, "--out", str(tmp_path)])
