@@ -20,6 +20,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxsoc.core import compile_cache
 from jaxsoc.core.timing import device_info, timed_compile
 
 #: the default budget of a full run and of ``--quick`` (minutes); part budgets are given for these
@@ -493,9 +494,7 @@ def default_compile_cache() -> str:
 
 def enable_compile_cache(path: str) -> None:
     """Turns on jax's persistent compilation cache in ``path``, so a rerun on the same machine (after a
-    command was cut off) loads the programs compiled before instead of compiling them again."""
-    Path(path).mkdir(parents=True, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    jax.config.update("jax_compilation_cache_max_size", 4 * 2**30)  # least recently used entries go first
+    command was cut off) loads the programs compiled before instead of compiling them again: programs that took
+    a second or more, at most 4 GiB of them (``jaxsoc.core.compile_cache.use_compile_cache``; unlike the
+    ``jaxsoc`` command's default cache, the suite's ``--compile-cache`` is not turned off by the environment)."""
+    compile_cache.use_compile_cache(path, max_bytes=4 * 2**30, min_compile_secs=1.0)

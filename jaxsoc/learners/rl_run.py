@@ -7,7 +7,9 @@ computed and discarded, ``Trainer.run``'s ``stop``), appends every update's metr
 and at the end, and finishes with a greedy evaluation (sampled actions as the headline, greedy beside it),
 ``metrics.json`` + ``curves.png`` and, with ``gif_episodes``, ``episodes.gif`` of evaluated episodes. With
 ``resume=True`` it restores the newest checkpoint and continues; since every update is the same pure function
-of the runner, the resumed run ends with exactly the state of the uninterrupted one.
+of the runner, the resumed run ends with exactly the state of the uninterrupted one. The compiled programs go to
+jax's persistent compilation cache (``core.compile_cache.enable_compile_cache``: off with ``JAXSOC_COMPILE_CACHE=off``),
+so a rerun of the same configuration loads them.
 
 Data parallelism: with ``devices`` (default: one), the worlds, and with them every minibatch, are sharded
 over a ``jax.sharding.Mesh`` of those devices on the ``data`` axis; the parameters are replicated and XLA
@@ -32,6 +34,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from tqdm.auto import tqdm
 
+from jaxsoc.core.compile_cache import enable_compile_cache
 from jaxsoc.learners.checkpoint import Checkpointer, is_key, to_storable
 from jaxsoc.learners.evaluate import VALIDATION_SEED, evaluate_sampled_and_greedy
 from jaxsoc.learners.networks import registry
@@ -223,6 +226,7 @@ def train_rl(
     """
     if chunk_updates < 1 or checkpoint_every < 1 or eval_episodes < 0 or gif_episodes < 0:
         raise ValueError("chunk_updates and checkpoint_every must be positive, eval_episodes and gif_episodes >= 0")
+    enable_compile_cache()  # a rerun loads its programs (off: JAXSOC_COMPILE_CACHE=off; core.compile_cache)
     if distributed:
         init_distributed(coordinator, num_processes, process_id)
         devices = jax.devices()
