@@ -1,4 +1,5 @@
-"""``core.autoreset.batched_step``: pooled resets give every ended episode its own fresh level."""
+"""Pooled resets (``core.pooled``, ``core.autoreset.batched_step``): only ended worlds are reset, each with its own
+key, so the values equal the select-based auto-reset's, under ``vmap``, nested ``vmap`` and for one world."""
 
 from __future__ import annotations
 
@@ -9,25 +10,33 @@ import pytest
 
 import jaxsoc
 from jaxsoc.core.autoreset import batched_reset, batched_step, pool_sizes
+from jaxsoc.core.env import Environment
+from jaxsoc.core.pooled import select_reset
 
 NUM_ENVS = 32
+FRACTIONS = (1 / 8, 1 / 2)
+
+
+def _assert_trees_equal(ours, theirs):
+    for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
+        if jnp.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def _select_step(env):
+    """The reference: the base class's auto-reset with the reset computed for every world and selected."""
+    where = select_reset(env.reset_env)
+    one = lambda k, s, a, p: Environment._auto_reset_step(env, k, s, a, p, where)  # noqa: E731
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None)))
 
 
 @pytest.fixture(scope="module")
 def setup():
     env, params = jaxsoc.make("MiniGrid-DoorKey-5x5-v0", max_steps=3)
-    step = jax.jit(batched_step(env, pool_fractions=(1 / 8, 1 / 2)))
+    step = jax.jit(batched_step(env, pool_fractions=FRACTIONS))
     reset = jax.jit(batched_reset(env), static_argnums=2)
-    # the references, compiled once per batch size (op by op, every case would recompile each primitive)
-    step_env = jax.jit(jax.vmap(env.step_env, in_axes=(0, 0, 0, None)))
-
-    @jax.jit
-    def fresh(keys):
-        """Returns ``(states, observations)`` of ``env.reset_env`` on each key."""
-        _, states = jax.vmap(env.reset_env, in_axes=(0, None))(keys, params)
-        return states, jax.vmap(env.observe)(states)
-
-    return env, params, step, reset, step_env, fresh
+    return env, params, step, reset, _select_step(env)
 
 
 def test_pool_sizes():
@@ -36,31 +45,83 @@ def test_pool_sizes():
     assert pool_sizes(7, ()) == [7]
 
 
-@pytest.mark.parametrize("num_done", [0, 3, 4, 5, 16, 17, 32])
-def test_ended_worlds_get_distinct_fresh_levels(setup, num_done):
-    env, params, step, reset, step_env, fresh = setup
+@pytest.mark.parametrize("num_done", [0, 3, 4, 5, 16, 17, 32])  # every pool size (4, 16, 32), its edges, none
+def test_batched_step_equals_the_select_reset_world_by_world(setup, num_done):
+    env, params, step, reset, reference = setup
     _, states = reset(jax.random.key(0), params, NUM_ENVS)
     # worlds [0, num_done) are one step from truncation; the others have just started
     states = states.replace(step_count=jnp.where(jnp.arange(NUM_ENVS) < num_done, 2, 0).astype(jnp.int32))
     actions = jnp.zeros(NUM_ENVS, jnp.int32)  # turn left: never ends an episode by itself
     key = jax.random.key(1)
-    obs, new, reward, terminated, truncated, info = step(key, states, actions, params)
-    done = np.asarray(terminated | truncated)
+    out = step(key, states, actions, params)
+    done = np.asarray(out[3] | out[4])
     assert done.sum() == num_done
-
-    # the worlds that go on are exactly env.step_env's result
-    key_step, key_reset = jax.random.split(key)
-    keys = jax.random.split(key_step, NUM_ENVS)
-    _, stepped, *_ = step_env(keys, states, actions, params)
-    for ours, theirs in zip(jax.tree.leaves(new), jax.tree.leaves(stepped)):
-        np.testing.assert_array_equal(np.asarray(ours)[~done], np.asarray(theirs)[~done])
-    for ours, theirs in zip(jax.tree.leaves(info["final_state"]), jax.tree.leaves(stepped)):
-        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
-
-    # the k-th ended world holds the k-th level of the smallest pool that fits (4, 16 or 32)
-    size = next(s for s in pool_sizes(NUM_ENVS, (1 / 8, 1 / 2)) if s >= num_done)
-    pool, pool_obs = fresh(jax.random.split(key_reset, size))
-    for ours, theirs in zip(jax.tree.leaves(new), jax.tree.leaves(pool)):
-        np.testing.assert_array_equal(np.asarray(ours)[done], np.asarray(theirs)[:num_done])
+    _assert_trees_equal(out, reference(jax.random.split(key, NUM_ENVS), states, actions, params))
+    new = out[1]
     assert np.all(np.asarray(new.step_count)[done] == 0)
-    np.testing.assert_array_equal(np.asarray(obs["image"])[done], np.asarray(pool_obs["image"])[:num_done])
+    # every ended world drew its own level (the agent's cell, grid and direction are not all shared)
+    grids = np.asarray(new.grid)[done]
+    assert num_done < 2 or len({g.tobytes() for g in grids}) > 1
+
+
+@pytest.fixture(scope="module")
+def babyai():
+    """A BabyAI level (pooled resets on): ``(env, params, states, keys, actions)`` for 16 worlds near their end."""
+    env, params = jaxsoc.make("BabyAI-GoToObj-v0", max_steps=2)
+    assert env.pooled_resets
+    keys = jax.random.split(jax.random.key(3), 16)
+    _, states = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+    states = states.replace(world=states.world.replace(step_count=jnp.where(jnp.arange(16) % 3 == 0, 1, 0)))
+    return env, params, states, jax.random.split(jax.random.key(4), 16), jnp.zeros(16, jnp.int32)
+
+
+def test_vmap_of_env_step_pools_and_equals_the_select_reset(babyai):
+    env, params, states, keys, actions = babyai
+    vstep = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    out = jax.jit(vstep)(keys, states, actions, params)
+    assert np.asarray(out[4]).sum() == 6
+    _assert_trees_equal(out, _select_step(env)(keys, states, actions, params))
+    # one world (lax.cond) and a nested vmap (seeds x worlds, flattened into one pool) give the same values
+    one = jax.jit(env.step)(keys[0], jax.tree.map(lambda x: x[0], states), actions[0], params)
+    _assert_trees_equal(one, jax.tree.map(lambda x: x[0], out))
+    split = jax.tree.map(lambda x: x.reshape(4, 4, *x.shape[1:]), (keys, states, actions))
+    nested = jax.jit(jax.vmap(vstep, in_axes=(0, 0, 0, None)))(*split, params)
+    _assert_trees_equal(jax.tree.map(lambda x: x.reshape(16, *x.shape[2:]), nested), out)
+
+
+def _switch_branches(jaxpr) -> list[int]:
+    """Returns the branch counts of every ``cond`` in ``jaxpr`` (at any depth)."""
+    found = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "cond":
+            found.append(len(eqn.params["branches"]))
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (list, tuple)) else [value]:
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    found += _switch_branches(inner)
+    return found
+
+
+def test_vmap_keeps_the_pool_switch_at_every_depth(babyai):
+    """Under one or two ``vmap``s the reset stays behind a switch over pool sizes (a select over the sizes would
+    compute them all)."""
+    env, params, states, keys, actions = babyai
+    vstep = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    branches = 1 + len(pool_sizes(16))
+    assert branches in _switch_branches(jax.make_jaxpr(vstep)(keys, states, actions, params).jaxpr)
+    split = jax.tree.map(lambda x: x.reshape(4, 4, *x.shape[1:]), (keys, states, actions))
+    nested = jax.make_jaxpr(jax.vmap(vstep, in_axes=(0, 0, 0, None)))(*split, params)
+    assert branches in _switch_branches(nested.jaxpr)
+
+
+def test_params_batched_across_worlds_fall_back_to_a_select(babyai):
+    env, params, states, keys, actions = babyai
+    many = jax.tree.map(lambda x: jnp.broadcast_to(jnp.asarray(x), (16,)), params)
+    many = many.replace(max_steps=jnp.where(jnp.arange(16) < 8, 2, 5))
+    vstep = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, 0)))
+    out = vstep(keys, states, actions, many)
+    ref = jax.jit(
+        jax.vmap(lambda k, s, a, p: _select_step(env)(k[None], jax.tree.map(lambda x: x[None], s), a[None], p))
+    )
+    _assert_trees_equal(out, jax.tree.map(lambda x: x[:, 0], ref(keys, states, actions, many)))

@@ -58,6 +58,20 @@ def test_process_vis_matches_minigrid(vis_fn, kinds):
     np.testing.assert_array_equal(np.asarray(vis_fn(jnp.asarray(opaque))), expected)
 
 
+@pytest.mark.parametrize("size", [3, 9, 11])
+def test_process_vis_matches_minigrid_at_other_view_sizes(size):
+    """The row table (views up to ``TABLE_MAX_VIEW``) and the sweep beyond it, against minigrid on random views."""
+    rng = np.random.default_rng(size)
+    opaque = rng.random((64, size, size)) < 0.35
+    opaque[:, size // 2, size - 1] = False  # the agent's own cell
+    got = np.asarray(jax.jit(jax.vmap(process_vis))(jnp.asarray(opaque)))
+    for mask, ours in zip(opaque, got):
+        grid = Grid(size, size)
+        for i, j in zip(*np.nonzero(mask)):
+            grid.set(int(i), int(j), Wall())
+        np.testing.assert_array_equal(ours, Grid.process_vis(grid, (size // 2, size - 1)))
+
+
 # ----------------------------------------------------------------------------------------------
 # hand-built states with asserted outcomes
 

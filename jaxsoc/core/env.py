@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsoc.core import spaces
+from jaxsoc.core.pooled import reset_where, select_reset
 
 Obs = Any
 Info = dict[str, Any]
@@ -50,14 +51,22 @@ def check_discrete_action(owner: str, label: str, action: Any, space: spaces.Dis
 class Environment(abc.ABC):
     """Base class. ``step`` auto-resets: when ``terminated | truncated`` the returned observation and
     state are those of a fresh episode, ``info["final_observation"]`` holds the last observation of the
-    finished one, and ``info["final_state"]`` its last state."""
+    finished one, and ``info["final_state"]`` its last state.
+
+    How the reset is computed is ``pooled_resets``: False selects a reset computed on every step (cheapest when
+    a reset costs about a step), True resets only the worlds whose episode ended, also under a plain
+    ``jax.vmap(env.step)`` (``core.pooled.reset_where``); the values are the same either way."""
 
     #: set True in subclasses whose ``step_env`` draws random numbers (gets its own key then).
     stochastic_step: bool = False
+    #: set True in subclasses whose reset costs many steps (level generation by rejection sampling): ``step``
+    #: then resets only ended worlds, under ``vmap`` in a pool sized to their number (``core.pooled``).
+    pooled_resets: bool = False
 
     def __init__(self) -> None:
         self._reset_jit = jax.jit(self.reset_env)
         self._step_jit = jax.jit(self._auto_reset_step)
+        self._reset_where = (reset_where if self.pooled_resets else select_reset)(self.reset_env)
 
     # -- to implement --------------------------------------------------------------------------
     @property
@@ -122,15 +131,15 @@ class Environment(abc.ABC):
                 f"dtype {key.dtype} shape {key.shape}; use jax.vmap for a batch of keys"
             )
 
-    def _auto_reset_step(self, key, state, action, params):
+    def _auto_reset_step(self, key, state, action, params, where=None):
+        """``step`` without the checks; ``where(done, key, params, (obs, state))`` (default: this env's, see
+        ``pooled_resets``) returns the reset observation and state where ``done``."""
         if self.stochastic_step:
             key, key_reset = jax.random.split(key)
         else:
             key_reset = key
         obs_step, state_step, reward, terminated, truncated, info = self.step_env(key, state, action, params)
-        obs_reset, state_reset = self.reset_env(key_reset, params)
         done = terminated | truncated
         info = dict(info, final_observation=obs_step, final_state=state_step)
-        obs = _select_tree(done, obs_reset, obs_step)
-        state = _select_tree(done, state_reset, state_step)
+        obs, state = (where or self._reset_where)(done, key_reset, params, (obs_step, state_step))
         return obs, state, reward, terminated, truncated, info

@@ -48,7 +48,12 @@ def new_episode(world, instruction: I.Instruction, params: I.BabyAIParams) -> I.
 
 
 class BabyAIEnvironment(Environment):
-    """One BabyAI level. ``generator(key, params) -> (GridState, Instruction)`` draws a level on device."""
+    """One BabyAI level. ``generator(key, params) -> (GridState, Instruction)`` draws a level on device.
+
+    A reset runs many rejection attempts, so ``step`` resets only the worlds whose episode ended, also under
+    ``jax.vmap(env.step)`` (``pooled_resets``)."""
+
+    pooled_resets = True
 
     def __init__(self, name: str, generator: LevelGenerator, params: I.BabyAIParams) -> None:
         self._name = name

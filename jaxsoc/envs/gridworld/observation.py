@@ -8,8 +8,11 @@ read as walls, and the output is indexed ``[i, j]`` like minigrid's ``obs["image
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxsoc.core import spaces
 from jaxsoc.envs.gridworld import constants as C
@@ -36,6 +39,37 @@ def gather_view(grid: jax.Array, agent_pos: jax.Array, agent_dir: jax.Array, vie
     return jnp.where(inside[..., None], cells, jnp.asarray(C.WALL_CELL[:3]))
 
 
+#: the widest view whose row table is built (``4**V`` entries: 16 KiB for 7, 512 KiB for 9); wider views sweep
+TABLE_MAX_VIEW = 9
+
+
+@functools.cache
+def row_visibility_table(size: int) -> np.ndarray:
+    """Returns minigrid's sideways sweep of one view row as a table ``uint[4**size]``: entry ``seeds << size |
+    transparent`` (``size``-bit masks, bit ``i`` view column ``i``) holds the visible columns, every cell reached
+    from a seed through transparent cells (an opaque cell is seen but stops the spread)."""
+    full = (1 << size) - 1
+    seeds = np.repeat(np.arange(1 << size, dtype=np.int64), 1 << size)
+    transparent = np.tile(np.arange(1 << size, dtype=np.int64), 1 << size)
+    visible = seeds
+    for _ in range(size - 1):
+        spread = visible & transparent
+        visible = visible | ((spread << 1) & full) | (spread >> 1)
+    return visible.astype(np.uint8 if size <= 8 else np.uint16)
+
+
+def _sweep_row(seeds: jax.Array, transparent: jax.Array, size: int) -> jax.Array:
+    """Returns the visible columns of a row (``int32`` bit mask) from its ``seeds`` and ``transparent`` masks:
+    a lookup in ``row_visibility_table`` up to ``TABLE_MAX_VIEW``, else ``size - 1`` rounds of spreading."""
+    if size <= TABLE_MAX_VIEW:
+        return jnp.asarray(row_visibility_table(size))[(seeds << size) | transparent].astype(jnp.int32)
+    full, visible = (1 << size) - 1, seeds
+    for _ in range(size - 1):
+        spread = visible & transparent
+        visible = visible | ((spread << 1) & full) | (spread >> 1)
+    return visible
+
+
 def process_vis(opaque: jax.Array) -> jax.Array:
     """minigrid's ``Grid.process_vis`` for an agent at ``(V // 2, V - 1)``.
 
@@ -44,9 +78,9 @@ def process_vis(opaque: jax.Array) -> jax.Array:
 
     Returns:
         ``bool[V, V]``, the visibility mask. Row by row from the agent's row upwards, visibility spreads
-        sideways through transparent cells and every visible transparent cell lights itself and its two
-        diagonal/straight neighbours in the row above. Rows are held as bit masks, so the whole flood is a
-        few dozen integer operations per world.
+        sideways through transparent cells (``_sweep_row``: one table lookup per row) and every visible
+        transparent cell lights itself and its two diagonal/straight neighbours in the row above. Rows are
+        held as bit masks, so the whole flood is about a hundred integer operations per world.
     """
     size = opaque.shape[0]
     full = (1 << size) - 1
@@ -56,11 +90,7 @@ def process_vis(opaque: jax.Array) -> jax.Array:
     rows = [None] * size
     for j in reversed(range(size)):
         t = transparent_rows[j]
-        visible = seeds
-        for _ in range(size - 1):
-            spread = visible & t
-            visible = visible | ((spread << 1) & full) | (spread >> 1)
-        rows[j] = visible
+        rows[j] = visible = _sweep_row(seeds, t, size)
         lit = visible & t
         seeds = lit | ((lit << 1) & full) | (lit >> 1)
     row_bits = jnp.stack(rows)  # int32[V] indexed j
