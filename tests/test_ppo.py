@@ -364,16 +364,23 @@ def test_four_device_sharded_updates_equal_one_device(tmp_path):
 
 @pytest.mark.slow
 def test_quick_start_recipe_learns_well_above_random():
-    # the README quick start's recipe (64 worlds x 40 frames, 2 epochs, lr 1e-3) passes 80% within 80k frames
+    """The README quick start's recipe (64 worlds x 40 frames, 2 epochs, lr 1e-3) over 76,800 frames (30 updates)
+    rises well above random. Measured (2026-12, 2-core CPU; success rate of the episodes ending in each update):
+    uniform random actions succeed in 0.217 of 11,118 episodes; the untrained policy in updates 1-4 0.28 and 0.33
+    (seeds 1, 2); the last 3 updates 0.750, 0.691, 0.771 (seeds 0, 1, 2: mean 0.74, spread +-0.04, about the
+    binomial noise of ~150 episodes). Bounds: ``last > 0.55``, 2.5x random and 0.14 (over 3 spreads) below the
+    lowest seed (the 0.75 it had sat on seed 0's 0.7497); ``early < 0.5`` and ``last > early + 0.2`` (measured gains
+    0.41 and 0.45). Update 0 is left out of ``early``: no episode times out within its 40 frames (max_steps 64), so
+    only successes end there and it read 1.0 in every run measured."""
     config = ppo.PPOConfig(
         env_id=ENV, preset="tiny", num_envs=64, num_steps=40, update_epochs=2, lr=1e-3, total_frames=76_800
     )
     trainer = ppo.trainer_for(config)
     _, metrics = trainer.run(trainer.init(jax.random.key(0)), config.num_updates)
     success = np.asarray(metrics["success_rate"])
-    first, last = success[:2].mean(), success[-3:].mean()
-    assert first < 0.6, first
-    assert last > 0.75 and last > first + 0.25, (first, last)
+    early, last = success[1:5].mean(), success[-3:].mean()
+    assert early < 0.5, (early, success)
+    assert last > 0.55 and last > early + 0.2, (early, last, success)
 
 
 def test_recipes_refuse_a_scale_that_leaves_nothing():
