@@ -14,7 +14,7 @@ from jaxsoc.core.env import Environment
 from jaxsoc.core.pooled import select_reset
 
 NUM_ENVS = 32
-FRACTIONS = (1 / 8, 1 / 2)
+CHUNK = 1 / 8  # 4 of the 32 worlds reset per round
 
 
 def _assert_trees_equal(ours, theirs):
@@ -34,7 +34,7 @@ def _select_step(env):
 @pytest.fixture(scope="module")
 def setup():
     env, params = jaxsoc.make("MiniGrid-DoorKey-5x5-v0", max_steps=3)
-    step = jax.jit(batched_step(env, pool_fractions=FRACTIONS))
+    step = jax.jit(batched_step(env, chunk_fraction=CHUNK))
     reset = jax.jit(batched_reset(env), static_argnums=2)
     return env, params, step, reset, _select_step(env)
 
@@ -45,7 +45,7 @@ def test_pool_sizes():
     assert pool_sizes(7, ()) == [7]
 
 
-@pytest.mark.parametrize("num_done", [0, 3, 4, 5, 16, 17, 32])  # every pool size (4, 16, 32), its edges, none
+@pytest.mark.parametrize("num_done", [0, 3, 4, 5, 16, 17, 32])  # 0, 1, 1, 2, 4, 5 and 8 rounds of 4 resets
 def test_batched_step_equals_the_select_reset_world_by_world(setup, num_done):
     env, params, step, reset, reference = setup
     _, states = reset(jax.random.key(0), params, NUM_ENVS)
@@ -89,30 +89,32 @@ def test_vmap_of_env_step_pools_and_equals_the_select_reset(babyai):
     _assert_trees_equal(jax.tree.map(lambda x: x.reshape(16, *x.shape[2:]), nested), out)
 
 
-def _switch_branches(jaxpr) -> list[int]:
-    """Returns the branch counts of every ``cond`` in ``jaxpr`` (at any depth)."""
-    found = []
+def _pooled_loops(jaxpr) -> int:
+    """Returns how many ``core.pooled`` reset loops (``jit`` named ``_pooled_reset_chunks``) ``jaxpr`` holds."""
+    found = 0
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "cond":
-            found.append(len(eqn.params["branches"]))
+        found += eqn.primitive.name in ("jit", "pjit") and eqn.params.get("name") == "_pooled_reset_chunks"
         for value in eqn.params.values():
             for sub in value if isinstance(value, (list, tuple)) else [value]:
                 inner = getattr(sub, "jaxpr", sub)
                 if hasattr(inner, "eqns"):
-                    found += _switch_branches(inner)
+                    found += _pooled_loops(inner)
     return found
 
 
-def test_vmap_keeps_the_pool_switch_at_every_depth(babyai):
-    """Under one or two ``vmap``s the reset stays behind a switch over pool sizes (a select over the sizes would
-    compute them all)."""
+def test_vmap_resets_in_one_loop_at_every_depth(babyai):
+    """Under one or two ``vmap``s the reset runs in one loop of pooled rounds (so it is compiled once), and the
+    select-based reset of a non-pooled env has none."""
     env, params, states, keys, actions = babyai
     vstep = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    branches = 1 + len(pool_sizes(16))
-    assert branches in _switch_branches(jax.make_jaxpr(vstep)(keys, states, actions, params).jaxpr)
+    assert _pooled_loops(jax.make_jaxpr(vstep)(keys, states, actions, params).jaxpr) == 1
     split = jax.tree.map(lambda x: x.reshape(4, 4, *x.shape[1:]), (keys, states, actions))
     nested = jax.make_jaxpr(jax.vmap(vstep, in_axes=(0, 0, 0, None)))(*split, params)
-    assert branches in _switch_branches(nested.jaxpr)
+    assert _pooled_loops(nested.jaxpr) == 1
+    plain, plain_params = jaxsoc.make("MiniGrid-Empty-5x5-v0")
+    _, plain_states = jax.vmap(plain.reset, in_axes=(0, None))(keys, plain_params)
+    traced = jax.make_jaxpr(jax.vmap(plain.step, in_axes=(0, 0, 0, None)))(keys, plain_states, actions, plain_params)
+    assert _pooled_loops(traced.jaxpr) == 0
 
 
 def test_params_batched_across_worlds_fall_back_to_a_select(babyai):

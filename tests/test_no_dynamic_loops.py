@@ -98,16 +98,24 @@ def static_trip_count(eqn) -> bool:
     return (a is body_in[k] and _is_literal(b, 1)) or (b is body_in[k] and _is_literal(a, 1))
 
 
+#: the one data-dependent loop a step may hold: ``core.pooled``'s rounds of resets (``ceil(d / chunk)`` rounds for
+#: ``d`` ended episodes, typically one: a read-back per round, as a switch over pool sizes costs one per step)
+POOLED_RESET_LOOP = "_pooled_reset_chunks"
+
+
 def dynamic_whiles(closed_jaxpr) -> list:
     """Returns the ``while`` equations of ``closed_jaxpr`` (a ``ClosedJaxpr`` or ``Jaxpr``), at any depth of
-    nesting, whose trip count is not static (see ``static_trip_count``)."""
-    found, stack = [], [closed_jaxpr.jaxpr if isinstance(closed_jaxpr, ClosedJaxpr) else closed_jaxpr]
+    nesting, whose trip count is not static (see ``static_trip_count``), except the top loop of a ``jit`` named
+    ``POOLED_RESET_LOOP`` (its body is walked like any other)."""
+    found, stack = [], [(closed_jaxpr.jaxpr if isinstance(closed_jaxpr, ClosedJaxpr) else closed_jaxpr, False)]
     while stack:
-        for eqn in stack.pop().eqns:
-            if eqn.primitive.name == "while" and not static_trip_count(eqn):
+        jaxpr, pooled_loop = stack.pop()
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "while" and not static_trip_count(eqn) and not pooled_loop:
                 found.append(eqn)
+            named = eqn.primitive.name in ("jit", "pjit") and eqn.params.get("name") == POOLED_RESET_LOOP
             for value in eqn.params.values():
-                stack.extend(_sub_jaxprs(value))
+                stack.extend((sub, named) for sub in _sub_jaxprs(value))
     return found
 
 
@@ -140,6 +148,21 @@ def test_walker_flags_a_data_dependent_while_loop_at_any_depth():
     # a counter that starts at data
     counted = lambda n: jax.lax.while_loop(lambda c: c < 10, lambda c: c + 1, n)  # noqa: E731
     assert len(dynamic_whiles(jax.make_jaxpr(counted)(3))) == 1
+
+
+def test_walker_accepts_the_pooled_reset_loop_only():
+    """``core.pooled``'s loop of reset rounds is accepted, a data-dependent loop inside its rounds is not."""
+    from jaxsoc.core.pooled import pooled_chunks
+
+    done = jnp.arange(8) % 3 == 0
+    fine = lambda d: pooled_chunks(d, lambda rows: rows * 2, jnp.zeros(8, jnp.int32), 2)  # noqa: E731
+    assert dynamic_whiles(jax.make_jaxpr(fine)(done)) == []
+
+    def grow(rows):
+        return jax.lax.while_loop(lambda c: jnp.all(c < 100), lambda c: c * 2 + 1, rows)
+
+    inner = lambda d: pooled_chunks(d, grow, jnp.zeros(8, jnp.int32), 2)  # noqa: E731
+    assert len(dynamic_whiles(jax.make_jaxpr(inner)(done))) == 1
 
 
 def test_walker_accepts_static_loops():

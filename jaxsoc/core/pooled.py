@@ -6,17 +6,21 @@ dominant cost for one whose levels come from rejection sampling (BabyAI: a reset
 
 ``reset_where(reset)`` returns ``f(done, key, params, current)``: ``reset(key, params)`` where ``done`` else
 ``current``. For one world it is a ``lax.cond``. Under ``vmap`` its batching rule (``jax.custom_batching``) runs
-``pooled``: the ``d`` worlds whose episode ended are gathered into a *pool* of the smallest size in
-``pool_sizes(N)`` that holds them, only the pool is reset (each ended world with its own key), and the results
-are scattered back; one ``lax.switch`` outside the ``vmap`` chooses the size, so only one size runs. Every
-world's result is exactly the select's (same key, same level), so ``vmap(env.step)`` is unchanged in value and
-pays for ``d`` resets instead of ``N``. An outer ``vmap`` (over training seeds, say) flattens its axis into the
-pool's rows, so the switch stays a switch at any depth; only params that differ across an outer axis fall back
-to one pool per member (then XLA selects over the sizes).
+``pooled_chunks``: the ``d`` worlds whose episode ended are gathered and reset ``chunk`` at a time (each with its
+own key) and scattered back, in a loop of ``ceil(d / chunk)`` rounds (none when no episode ended). The reset is
+compiled once, whatever ``d``; a round costs one read-back of the loop's condition on a GPU, as a switch over
+pool sizes would (one per step), and a step typically runs one round. Every world's result is exactly the
+select's (same key, same level), so ``vmap(env.step)`` is unchanged in value and pays for about ``d`` resets
+instead of ``N``. An outer ``vmap`` (over training seeds, say) flattens its axis into the rows, so the loop
+stays one loop at any depth; only params that differ across an outer axis fall back to a select.
+
+``pooled`` (a ``lax.switch`` over pool sizes, one compiled copy per size) is kept for cheap per-episode
+computations such as a policy's instruction encoding.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,8 +29,20 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
-#: pool sizes as fractions of the batch (the full batch is always the last size)
+#: pool sizes as fractions of the batch for ``pooled`` (the full batch is always the last size)
 DEFAULT_POOL_FRACTIONS = (1 / 64, 1 / 8)
+#: the rows reset per round of ``pooled_chunks``, as a fraction of the batch: on accelerators a round costs about
+#: the same whatever its width (wide rounds, few of them); on a CPU a round costs its width (narrow rounds)
+CHUNK_FRACTION = {"cpu": 1 / 256}
+DEFAULT_CHUNK_FRACTION = 1 / 16
+
+
+def chunk_size(num_rows: int, fraction: float | None = None) -> int:
+    """Returns the rows per round of ``pooled_chunks`` for a batch of ``num_rows``: ``ceil(fraction *
+    num_rows)``, at least 1; ``fraction`` defaults by backend (``CHUNK_FRACTION``)."""
+    if fraction is None:
+        fraction = CHUNK_FRACTION.get(jax.default_backend(), DEFAULT_CHUNK_FRACTION)
+    return max(1, min(num_rows, math.ceil(fraction * num_rows)))
 
 
 def select_rows(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
@@ -78,6 +94,38 @@ def pooled(
     return jax.lax.switch(index, [lambda _: otherwise, *map(branch, sizes)], None)
 
 
+def pooled_chunks(done: jax.Array, compute: Callable[[jax.Array], Any], otherwise: Any, chunk: int) -> Any:
+    """Returns ``otherwise`` with the rows where ``done`` (``bool[N]``) replaced by fresh values computed for
+    those rows only, ``chunk`` rows per round.
+
+    ``compute(rows)`` gets ``int32[chunk]`` row indices and returns a pytree of ``[chunk, ...]`` arrays (row
+    ``rows[k]`` takes slot ``k``). The rounds run in a ``lax.while_loop`` (a ``jit`` named
+    ``_pooled_reset_chunks``, the one data-dependent loop a step may hold: ``ceil(d / chunk)`` rounds for ``d``
+    done rows); a round past the last done row computes unused slots on row 0 and drops them."""
+    return _pooled_reset_chunks(done, compute, otherwise, chunk)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 3))
+def _pooled_reset_chunks(done, compute, otherwise, chunk):
+    num_rows = done.shape[0]
+    rounds = -(-num_rows // chunk)
+    # the done rows first, then num_rows (out of range: scattering there is dropped), padded to whole rounds
+    order = jnp.nonzero(done, size=rounds * chunk, fill_value=num_rows)[0].astype(jnp.int32)
+    count = jnp.sum(done, dtype=jnp.int32)
+
+    def more(carry):
+        return carry[0] * chunk < count
+
+    def round_(carry):
+        r, out = carry
+        rows = jax.lax.dynamic_slice(order, (r * chunk,), (chunk,))
+        fresh = compute(jnp.where(rows < num_rows, rows, 0))
+        out = jax.tree_util.tree_map(lambda o, f: o.at[rows].set(f.astype(o.dtype), mode="drop"), out, fresh)
+        return r + 1, out
+
+    return jax.lax.while_loop(more, round_, (jnp.int32(0), otherwise))[1]
+
+
 def _cast_like(tree: Any, like: Any) -> Any:
     """Returns ``tree`` with every leaf cast to the dtype of the matching leaf of ``like``."""
     return jax.tree_util.tree_map(lambda x, y: jnp.asarray(x, y.dtype), tree, like)
@@ -105,26 +153,28 @@ def select_reset(reset: Callable[[jax.Array, Any], Any]) -> Callable[[jax.Array,
 
 
 def reset_where(
-    reset: Callable[[jax.Array, Any], Any], pool_fractions: Sequence[float] = DEFAULT_POOL_FRACTIONS
+    reset: Callable[[jax.Array, Any], Any], chunk_fraction: float | None = None
 ) -> Callable[[jax.Array, jax.Array, Any, Any], Any]:
     """Returns ``f(done, key, params, current)``: ``reset(key, params)`` where ``done`` (``bool[]``) else
     ``current`` (a pytree shaped like ``reset``'s output), computed only for ended worlds under ``vmap``.
 
     Args:
         reset: ``reset(key, params) -> pytree``, jittable, for one world.
-        pool_fractions: the pool sizes as fractions of the ``vmap``'s batch (``pool_sizes``).
+        chunk_fraction: the rows reset per round as a fraction of the ``vmap``'s batch (``chunk_size``; default
+            by backend).
 
     Returns:
-        The function; for one world it is a ``lax.cond``, under any nesting of ``vmap`` it is ``pooled`` over
-        the flattened batch (see the module docstring). Its value equals ``jnp.where(done, reset(key, params),
+        The function; for one world it is a ``lax.cond``, under any nesting of ``vmap`` it is ``pooled_chunks``
+        over the flattened batch (see the module docstring). Its value equals ``jnp.where(done, reset(key, params),
         current)`` world by world."""
+
+    reset = jax.jit(reset)  # traced once, however many times the rule below batches it
 
     def reset_rows_impl(done, keys, params, current):
         def compute(rows):
             return jax.vmap(reset, in_axes=(0, None))(keys[rows], params)
 
-        sizes = pool_sizes(done.shape[0], pool_fractions)
-        return pooled(done, lambda rows: _cast_like(compute(rows), current), current, sizes)
+        return pooled_chunks(done, compute, current, chunk_size(done.shape[0], chunk_fraction))
 
     @custom_vmap
     def reset_rows(done, keys, params, current):
