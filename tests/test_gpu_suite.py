@@ -162,7 +162,7 @@ def test_markdown_section_is_rendered_from_the_rows(suite_copy):
     assert section == gpu_suite.render_markdown(rows, complete)
     for part in gpu_suite.PARTS:
         assert (f"### {part.title} (toy sizes" in section) == (part.name in SMALL)
-    assert "| MiniGrid-Empty-5x5-v0 | 16 | yes | every step |" in section  # the classic table, both view modes
+    assert "| MiniGrid-Empty-5x5-v0 | 16 | yes | vmap | every step |" in section  # the classic table, both view modes
     assert "| MiniGrid-Empty-5x5-v0 | 16 | no (minigrid occlusion) |" in section and "| 7×7 | 4 | 8 |" in section
 
 

@@ -64,7 +64,8 @@ def _time_scan(run, key, repeats: int) -> tuple[float, float]:
 
 def uses_pooled_resets(env_name: str) -> bool:
     """True for the families whose levels are costly to generate (BabyAI): their benchmark steps the batch
-    with ``core.autoreset.batched_step``, which generates only as many levels as episodes ended."""
+    with ``core.autoreset.batched_step`` by default. (``jax.vmap(env.step)`` of those envs resets only ended
+    worlds too, ``core.pooled``; the two are measured side by side with ``pooled=False``.)"""
     return env_name.startswith("BabyAI-")
 
 
@@ -73,8 +74,10 @@ def jaxsoc_scan(
 ) -> tuple[Any, dict]:
     """Returns ``(run, info)``: ``run(key)``, jittable, resets ``num_envs`` worlds and steps them ``num_steps``
     times with random actions, auto-reset included; ``info`` holds the row's parameters (env, impl, num_envs,
-    steps, see_through_walls, resets). ``pooled`` selects ``batched_step``'s pooled resets (default:
-    ``uses_pooled_resets``) over ``vmap(env.step)``, which generates a level for every world on every step."""
+    steps, see_through_walls, path, resets). ``pooled`` selects ``core.autoreset.batched_step`` (``path``
+    ``"batched"``, default: ``uses_pooled_resets``) over ``jax.vmap(env.step)`` (``"vmap"``), which resets only
+    ended worlds for the envs that set ``pooled_resets`` and selects a reset computed every step for the others
+    (``resets``: ``"pooled"`` or ``"every step"``)."""
     from jaxsoc.core.autoreset import batched_step
 
     env, params = jaxsoc.make(env_name, **overrides)
@@ -108,7 +111,8 @@ def jaxsoc_scan(
         "num_envs": num_envs,
         "steps": num_steps,
         "see_through_walls": bool(getattr(params, "see_through_walls", False)),
-        "resets": "pooled" if pooled else "every step",
+        "path": "batched" if pooled else "vmap",
+        "resets": "pooled" if pooled or env.pooled_resets else "every step",
     }
     return run, info
 
@@ -277,14 +281,15 @@ def format_table(rows: list[dict]) -> str:
         return "–" if x is None else format(x, fmt)
 
     lines = [
-        "| env | N | see through walls | resets | jaxsoc steps/s | compile s | minigrid steps/s | × minigrid | "
+        "| env | N | see through walls | step | resets | jaxsoc steps/s | compile s | minigrid steps/s | × minigrid | "
         "xminigrid steps/s | × xminigrid |",
-        "|---|---:|---|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['env']} | {r['num_envs']} | {'yes' if r['see_through_walls'] else 'no (minigrid occlusion)'} | "
-            f"{r.get('resets', 'every step')} | {num(r['steps_per_s'])} | {num(r['compile_s'], '.1f')} | "
+            f"{r.get('path', 'vmap')} | {r.get('resets', 'every step')} | {num(r['steps_per_s'])} | "
+            f"{num(r['compile_s'], '.1f')} | "
             f"{num(r['minigrid_steps_per_s'], '.0f')} | "
             f"{num(r['ratio_minigrid'], ',.0f')} | {num(r['xminigrid_steps_per_s'])} | "
             f"{num(r['ratio_xminigrid'], '.2f')} |"
