@@ -35,6 +35,11 @@ ran (``.ci/run`` runs with ``--max-worker-restart=0``: pytest-xdist 3.8's ``load
 replaces a crashed worker), each test that never ran is reported as a failure, ``NOT RUN: '<node id>': ...``.
 ``.ci/crashed_tests.py`` lists the crashed and not-run tests from the junit report, and ``.ci/run`` runs them once
 more in fresh processes without a compilation cache.
+
+Slices of the slow tier. ``--slow-slice K/M`` keeps, of the ``slow`` tests, only those of slice ``K`` of ``M``
+(``tiers.slow_slice``: the CRC-32 of the node id modulo ``M``) and reports the others as deselected; tests not
+marked ``slow`` are left to ``-m``. The ``M`` slices partition the slow tier, and ``.ci/run`` runs one, chosen by
+the commit, so that every slow test runs within ``M`` landings.
 """
 
 import gc
@@ -181,21 +186,52 @@ class CrashReport:
             terminalreporter.write_line(f"NOT RUN: {len(self.not_run) - SHOWN_NOT_RUN} more (all in the junit report)")
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--slow-slice",
+        metavar="K/M",
+        help="of the tests marked slow, keep only slice K of M (CRC-32 of the node id modulo M; tests/tiers.py); "
+        "the others are deselected",
+    )
+
+
 def pytest_configure(config):
     config.pluginmanager.register(CrashReport(), "jaxsoc-crash-report")
+    from tiers import parse_slow_slice
+
+    option = config.getoption("slow_slice", None)
+    try:
+        config.slow_slice = None if option is None else parse_slow_slice(option)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
+def pytest_report_header(config):
+    if getattr(config, "slow_slice", None) is not None:
+        k, m = config.slow_slice
+        return f"slow tests: slice {k}/{m} (CRC-32 of the node id modulo {m}; tests/tiers.py)"
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)  # before the `-m 'not slow'` of pyproject's addopts deselects
 def pytest_collection_modifyitems(config, items):
-    """Marks ``slow`` the tests ``tiers.LEFT_OUT_OF_CI`` names (so that ``.ci/run`` stays within 20 minutes), then
-    orders the tests by their work unit's cost (``tiers.unit_order``), dearest first, keeping each module's order: with
-    ``--dist loadscope --no-loadscope-reorder`` the workers take the dear units first and end on cheap ones, instead
-    of one worker idling while the other builds a late module's fixtures."""
-    from tiers import LEFT_OUT_OF_CI, unit_order
+    """Marks ``slow`` the tests ``tiers.LEFT_OUT_OF_CI`` names (so that ``.ci/run`` stays within 20 minutes), with
+    ``--slow-slice K/M`` deselects the slow tests of the other slices, then orders the tests by their work unit's cost
+    (``tiers.unit_order``), dearest first, keeping each module's order: with ``--dist loadscope
+    --no-loadscope-reorder`` the workers take the dear units first and end on cheap ones, instead of one worker idling
+    while the other builds a late module's fixtures."""
+    from tiers import LEFT_OUT_OF_CI, slow_slice, unit_order
 
     for item in items:
         if item.nodeid in LEFT_OUT_OF_CI:
             item.add_marker(pytest.mark.slow)
+    if getattr(config, "slow_slice", None) is not None:
+        k, m = config.slow_slice
+        other = [item for item in items if item.get_closest_marker("slow") and slow_slice(item.nodeid, m) != k]
+        if other:
+            config.hook.pytest_deselected(items=other)
+            dropped = set(map(id, other))
+            items[:] = [item for item in items if id(item) not in dropped]
     items.sort(key=lambda item: unit_order(item.nodeid))  # stable: a module's tests keep their order
 
 

@@ -1,6 +1,7 @@
 """CI's crash handling: ``.ci/crashed_tests.py`` on junit reports with crashed xdist workers, and
 ``conftest.py``'s crash report (``CRASHED``/``NOT RUN`` lines, tests kept from running reported as failures) in a
-real pytest-xdist session, run as ``.ci/run`` runs it, whose worker aborts."""
+real pytest-xdist session, run as ``.ci/run`` runs it, whose worker aborts; and the slices of the slow tier that
+``.ci/run`` rotates through (``--slow-slice K/M``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import conftest
 import jax
+import pytest
+import tiers
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / ".ci" / "crashed_tests.py"
@@ -215,3 +218,99 @@ def test_compiled_programs_hold_memory_maps_until_the_caches_are_cleared():
     assert grown - before >= 60, (before, grown)  # about nine each
     jax.clear_caches()
     assert conftest.memory_maps() < grown - 60 and len(kept) == 30
+
+
+#: a suite of slow and other tests, as tmp_path/tests/test_ppo.py: the last test is slow because
+#: ``tiers.LEFT_OUT_OF_CI`` names it, the others by their marks; ids with spaces, quotes and brackets
+SLICED = textwrap.dedent(
+    """
+    import pytest
+
+
+    def test_fast():
+        pass
+
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize("case", ["a", "b c", "d'e", "f[g]", *map(str, range(16))])
+    def test_slow(case):
+        pass
+
+
+    @pytest.mark.parametrize(
+        "case", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)]
+    )
+    def test_mixed(case):
+        pass
+
+
+    def test_train_then_eval_on_the_command_line():
+        pass
+    """
+)
+SLICED_SLOW = [
+    *(f"tests/test_ppo.py::test_slow[{case}]" for case in ["a", "b c", "d'e", "f[g]", *map(str, range(16))]),
+    "tests/test_ppo.py::test_mixed[2]",
+    "tests/test_ppo.py::test_mixed[3]",
+    "tests/test_ppo.py::test_train_then_eval_on_the_command_line",
+]
+SLICED_OTHERS = ["tests/test_ppo.py::test_fast", "tests/test_ppo.py::test_mixed[1]"]
+
+
+def collect_sliced(tmp_path, *args: str) -> tuple[int, list[str], str]:
+    """Collects ``SLICED`` with this conftest as a plugin and ``args``; returns the exit status, the node ids
+    collected and pytest's output."""
+    (tmp_path / "tests").mkdir(exist_ok=True)
+    (tmp_path / "tests" / "test_ppo.py").write_text(SLICED)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # the root of the node ids, as the repository's is
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
+    env = {**env, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]), "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "--import-mode=importlib"]
+        + ["--collect-only", "-q", *args, "tests"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    return proc.returncode, [line for line in proc.stdout.splitlines() if "::" in line], proc.stdout + proc.stderr
+
+
+def test_the_slices_partition_the_slow_tests_and_leave_the_others(tmp_path):
+    # the same slice in every process (xdist's workers must collect the same tests) and run: CRC-32, not hash()
+    assert tiers.slow_slice("tests/test_ppo.py::test_fast", 2**32) == 4128847200
+    slices = 3
+    seen = []
+    for k in range(slices):
+        status, kept, out = collect_sliced(tmp_path, "--slow-slice", f"{k}/{slices}")
+        assert status == 0, out
+        mine = [nodeid for nodeid in kept if nodeid not in SLICED_OTHERS]
+        assert mine == [nodeid for nodeid in SLICED_SLOW if tiers.slow_slice(nodeid, slices) == k], out
+        assert mine, f"slice {k} of {slices} is empty: choose other test ids"
+        assert [nodeid for nodeid in kept if nodeid in SLICED_OTHERS] == SLICED_OTHERS, "the others are kept"
+        assert f"({len(SLICED_SLOW) - len(mine)} deselected)" in out, out
+        seen += mine
+    assert sorted(seen) == sorted(SLICED_SLOW), "every slow test falls in exactly one slice"
+
+
+def test_a_slice_can_be_empty_and_a_bad_one_is_refused(tmp_path):
+    empty = next(k for k in range(100) if all(tiers.slow_slice(n, 100) != k for n in SLICED_SLOW))
+    status, kept, out = collect_sliced(tmp_path, "-m", "slow", "--slow-slice", f"{empty}/100")
+    assert status == pytest.ExitCode.NO_TESTS_COLLECTED and kept == [], out  # .ci/run lets an empty slice pass
+    status, _, out = collect_sliced(tmp_path, "--slow-slice=3/3")
+    assert status == pytest.ExitCode.USAGE_ERROR and "--slow-slice takes K/M" in out, out
+    assert tiers.parse_slow_slice(" 2/40") == (2, 40) and tiers.parse_slow_slice("0/1") == (0, 1)
+    for bad in ("1", "-1/3", "a/b", "1/0", "1/2/3"):
+        with pytest.raises(ValueError, match="takes K/M"):
+            tiers.parse_slow_slice(bad)
+    with pytest.raises(ValueError):
+        tiers.slow_slice("tests/test_x.py::t", 0)
+
+
+def test_ci_runs_the_slice_of_its_commit_with_the_slices_tiers_computes():
+    script = (ROOT / ".ci" / "run").read_text()
+    slices = [line for line in script.splitlines() if line.startswith("SLOW_SLICES=")]
+    assert len(slices) == 1 and int(slices[0].split("=")[1]) >= 1, "one constant at the top"
+    assert "git rev-list --count HEAD) % SLOW_SLICES" in script
+    assert script.count('--slow-slice "$SLOW_SLICE"') == 2, "the slice's bitexact tests and the others"

@@ -1,10 +1,13 @@
 """The CI tier of parametrized tests: ``.ci/run`` must finish in 20 minutes on 2 cores, so where every case of a
 test compiles its own program (a level generator, an env's reset), a few cases that together reach every code path
 run in CI and the rest are marked ``slow`` (``pytest -m slow`` runs them; ``pytest -m "slow or not slow"`` runs the
-whole suite)."""
+whole suite). ``.ci/run`` also runs one slice of the slow tier, a different one at each commit
+(``slow_slice``; the option ``--slow-slice K/M`` of tests/conftest.py)."""
 
 from __future__ import annotations
 
+import re
+import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -30,6 +33,23 @@ def first_of_each(values: Iterable, group: Callable[[Any], Any]) -> list:
         out.append(pytest.param(value, marks=pytest.mark.slow) if key in seen else value)
         seen.add(key)
     return out
+
+
+def slow_slice(nodeid: str, slices: int) -> int:
+    """Returns the slice, ``0`` to ``slices - 1``, of the test ``nodeid``: the CRC-32 of its node id (as pytest
+    writes it from the repository root) modulo ``slices``, the same in every process, run and machine (unlike
+    Python's salted ``hash``)."""
+    if slices < 1:
+        raise ValueError(f"slices must be at least 1, not {slices}")
+    return zlib.crc32(nodeid.encode("utf-8")) % slices
+
+
+def parse_slow_slice(text: str) -> tuple[int, int]:
+    """Returns ``(K, M)`` of the option value ``"K/M"`` (``0 <= K < M``); raises ``ValueError`` otherwise."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match or not int(match[1]) < int(match[2]):
+        raise ValueError(f"--slow-slice takes K/M with 0 <= K < M (slice K of M), not {text!r}")
+    return int(match[1]), int(match[2])
 
 
 #: tests left out of the CI tier (marked ``slow`` by tests/conftest.py), each with what still covers its ground in CI
