@@ -66,7 +66,10 @@ class Environment(abc.ABC):
     def __init__(self) -> None:
         self._reset_jit = jax.jit(self.reset_env)
         self._step_jit = jax.jit(self._auto_reset_step)
-        self._reset_where = (reset_where if self.pooled_resets else select_reset)(self.reset_env)
+        where = reset_where if self.pooled_resets else select_reset
+        self._reset_where = where(self.reset_env)
+        #: the same for the state alone, for subclasses that select the state first and observe once
+        self._reset_state_where = where(lambda key, params: self.reset_env(key, params)[1])
 
     # -- to implement --------------------------------------------------------------------------
     @property

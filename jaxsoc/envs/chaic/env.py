@@ -266,8 +266,7 @@ class ChaicHelperEnv(Environment):
         """As ``ChaicEnv._auto_reset_step``: the state is selected first and observed once."""
         key, key_reset = jax.random.split(key)
         stepped, reward, terminated, truncated, info = self._transition(key, state, action, params)
-        _, fresh = self.reset_env(key_reset, params)
-        state = _select_tree(terminated | truncated, fresh, stepped)
+        state = self._reset_state_where(terminated | truncated, key_reset, params, stepped)
         info = dict(info, final_observation=_observe(stepped.world, S.HELPER, params), final_state=stepped)
         return _observe(state.world, S.HELPER, params), state, reward, terminated, truncated, info
 

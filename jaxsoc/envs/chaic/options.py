@@ -498,8 +498,7 @@ class ChaicOptionsEnv(Environment):
         """As ``env.ChaicHelperEnv._auto_reset_step``: the state is selected first and observed once."""
         key, key_reset = jax.random.split(key)
         stepped, reward, terminated, truncated, info = self._transition(key, state, action, params)
-        _, fresh = self.reset_env(key_reset, params)
-        state = _select_tree(terminated | truncated, fresh, stepped)
+        state = self._reset_state_where(terminated | truncated, key_reset, params, stepped)
         info = dict(info, final_observation=self._observe(stepped, params), final_state=stepped)
         return self._observe(state, params), state, reward, terminated, truncated, info
 

@@ -104,7 +104,11 @@ def knowledge_accuracy(state: S.State, track: jax.Array) -> jax.Array:
 
 
 class ExcaliburEnv(Environment):
-    """The four-phase episode of the module docstring; ``variant`` picks the reward weights (``VARIANTS``)."""
+    """The four-phase episode of the module docstring; ``variant`` picks the reward weights (``VARIANTS``). A reset
+    (a house from the bank, its questions) costs most of a step, so ``step`` resets only the worlds whose episode
+    ended (``pooled_resets``)."""
+
+    pooled_resets = True
 
     def __init__(self, variant: str = "answers") -> None:
         if variant not in VARIANTS:

@@ -201,9 +201,11 @@ class HelperState(struct.PyTreeNode):
 
 class HelperEnv(Environment):
     """The single-agent view: the agent is Bob; ``alice`` (an ``AlicePolicy``, random by default) acts inside
-    ``step`` from her own observation. ``info["alice_action"]`` holds her action."""
+    ``step`` from her own observation. ``info["alice_action"]`` holds her action. A reset (drawing a task) costs
+    about half a step, so ``step`` resets only the worlds whose episode ended (``pooled_resets``)."""
 
     stochastic_step = True
+    pooled_resets = True
 
     def __init__(self, alice: AlicePolicy | None = None) -> None:
         self.alice = RandomAlice() if alice is None else alice
@@ -236,8 +238,7 @@ class HelperEnv(Environment):
         """As ``HouseholdEnv._auto_reset_step``: the state is selected first and observed once."""
         key, key_reset = jax.random.split(key)
         stepped, reward, terminated, truncated, info = self._transition(key, state, action, params)
-        _, fresh = self.reset_env(key_reset, params)
-        state = _select(terminated | truncated, fresh, stepped)
+        state = self._reset_state_where(terminated | truncated, key_reset, params, stepped)
         info = dict(info, final_observation=W.observe(stepped.world, 1, params.goal_for[1]), final_state=stepped)
         return W.observe(state.world, 1, params.goal_for[1]), state, reward, terminated, truncated, info
 
