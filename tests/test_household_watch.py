@@ -68,9 +68,10 @@ def batch(demos):
 
 @pytest.fixture(scope="module")
 def models():
-    """Per input: (params, jitted apply); "last" has the parameters of "graph"."""
+    """Per input: (params, jitted apply); "last" and "memory" (one frame through the same encoder) have the
+    parameters of "graph"."""
     params = {name: WA.init_params(CONFIGS[name], jax.random.key(1)) for name in ("graph", "actions")}
-    params["last"] = params["graph"]
+    params["last"] = params["memory"] = params["graph"]
     return {name: (params[name], jax.jit(WA.GoalInference(config).apply)) for name, config in CONFIGS.items()}
 
 
