@@ -589,6 +589,7 @@ SHARED_SCOPES = {
 #: result
 MODULE_SECONDS = {
     "tests/test_bib_tasks.py": 100,
+    "tests/test_contract_every_id.py": 70,  # measured alone on 2026-12-07, the machine shared
     "tests/test_chaic_agents.py": 74,
     "tests/test_ppo.py": 72,
     "tests/test_bib_learners.py": 110,

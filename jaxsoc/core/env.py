@@ -66,10 +66,11 @@ class Environment(abc.ABC):
     def __init__(self) -> None:
         self._reset_jit = jax.jit(self.reset_env)
         self._step_jit = jax.jit(self._auto_reset_step)
+        # through the jitted reset, so that a reset and a step share one trace of the reset
         where = reset_where if self.pooled_resets else select_reset
-        self._reset_where = where(self.reset_env)
+        self._reset_where = where(self._reset_jit)
         #: the same for the state alone, for subclasses that select the state first and observe once
-        self._reset_state_where = where(lambda key, params: self.reset_env(key, params)[1])
+        self._reset_state_where = where(lambda key, params: self._reset_jit(key, params)[1])
 
     # -- to implement --------------------------------------------------------------------------
     @property
