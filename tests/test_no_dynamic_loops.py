@@ -101,19 +101,24 @@ def static_trip_count(eqn) -> bool:
 #: the one data-dependent loop a step may hold: ``core.pooled``'s rounds of resets (``ceil(d / chunk)`` rounds for
 #: ``d`` ended episodes, typically one: a read-back per round, as a switch over pool sizes costs one per step)
 POOLED_RESET_LOOP = "_pooled_reset_chunks"
+#: the CPU's rejection sampler stops at the first accepted attempt (``LevelGenerator._first_accepted``; on a CPU a
+#: loop's condition never leaves the device); ``test_the_accelerator_path_of_the_sampler_is_static_too`` checks
+#: that the accelerators' path has no such loop
+CPU_ONLY_LOOPS = ("_first_accepted_attempt",) if jax.default_backend() == "cpu" else ()
+ALLOWED_LOOPS = (POOLED_RESET_LOOP, *CPU_ONLY_LOOPS)
 
 
 def dynamic_whiles(closed_jaxpr) -> list:
     """Returns the ``while`` equations of ``closed_jaxpr`` (a ``ClosedJaxpr`` or ``Jaxpr``), at any depth of
     nesting, whose trip count is not static (see ``static_trip_count``), except the top loop of a ``jit`` named
-    ``POOLED_RESET_LOOP`` (its body is walked like any other)."""
+    in ``ALLOWED_LOOPS`` (its body is walked like any other)."""
     found, stack = [], [(closed_jaxpr.jaxpr if isinstance(closed_jaxpr, ClosedJaxpr) else closed_jaxpr, False)]
     while stack:
         jaxpr, pooled_loop = stack.pop()
         for eqn in jaxpr.eqns:
             if eqn.primitive.name == "while" and not static_trip_count(eqn) and not pooled_loop:
                 found.append(eqn)
-            named = eqn.primitive.name in ("jit", "pjit") and eqn.params.get("name") == POOLED_RESET_LOOP
+            named = eqn.primitive.name in ("jit", "pjit") and eqn.params.get("name") in ALLOWED_LOOPS
             for value in eqn.params.values():
                 stack.extend((sub, named) for sub in _sub_jaxprs(value))
     return found

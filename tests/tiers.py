@@ -483,9 +483,6 @@ LEFT_OUT_OF_CI = {
     "tests/test_chaic_throughput.py::test_tiny_rows_have_consistent_counts": (
         "compiles the primitive env (30 s); the counts checked in CI on the GPU suite's committed CHAIC rows"
     ),
-    "tests/test_babyai_generation.py::test_sample_keeps_the_first_accepted_attempt_of_the_sequential_key_chain[1]": (
-        "the key chain is exercised by every level's generation"
-    ),
     "tests/test_excalibur_env.py::test_cached_knowledge_reward_matches_recomputing_it_through_all_phases": (
         "test_knowledge_reward_hand_computed"
     ),

@@ -8,12 +8,15 @@ run of minigrid's ``gen_mission`` + ``validate_instrs`` drawing its randomness f
 ``OBJ_ID``), which becomes the ``GridState``'s ``carrying``; a three-element attempt starts empty-handed.
 ``LevelGenerator`` turns it into ``generate(key, params) -> (GridState, Instruction)``: the first accepted
 of a sequence of attempts with fresh randomness, as ``RoomGridLevel._gen_grid`` restarts the whole level.
-The attempts are not a loop with a data-dependent stop (on a GPU such a loop reads its condition back to the
-host every iteration): all ``MAX_TRIES[level]`` attempts run (up to ``MAX_PARALLEL`` at once with ``vmap``
-on accelerators) and the first accepted one is selected.
+On accelerators the attempts are not a loop with a data-dependent stop (on a GPU such a loop reads its condition
+back to the host every iteration): all ``MAX_TRIES[level]`` attempts run, up to ``MAX_PARALLEL`` at once with
+``vmap``, and the first accepted one is selected. On the CPU, where a loop's condition never leaves the device,
+the attempts run one at a time and stop at the first accepted one; the level is the same.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -142,8 +145,10 @@ class LevelGenerator:
         (``int32[]``, from 1), as if the attempts ran one after the other until one was accepted.
 
         Attempt ``i`` draws from the ``i``-th key of the chain ``key, sub = split(key)``, so the level is the
-        one a sequential rejection loop over that chain returns. All ``max_tries`` attempts are computed,
-        ``parallel`` at a time, and the first accepted one is kept; with none accepted, the last one."""
+        one a sequential rejection loop over that chain returns. One at a time (the CPU's default) the loop stops
+        at the first accepted attempt (``_first_accepted``); ``parallel`` at a time all ``max_tries`` attempts are
+        computed in rounds of static length (``_rounds``). Either way the first accepted one is kept; with none
+        accepted, the last one."""
         lay = RG.layout(params.room_size, params.num_rows, params.num_cols)
         if (lay.height, lay.width) != (params.height, params.width):
             raise ValueError(f"{self.name}: params height/width do not match the room layout")
@@ -154,6 +159,16 @@ class LevelGenerator:
             parallel = 1
         else:  # the fewest rounds of at most MAX_PARALLEL attempts, as even as can be
             parallel = -(-tries // -(-tries // MAX_PARALLEL))
+        if parallel == 1:
+            level, instruction, carrying, accepted, number = self._first_accepted(key, lay, tries)
+        else:
+            level, instruction, carrying, accepted, number = self._rounds(key, lay, tries, parallel)
+        world = make_state(level.grid, level.agent_pos, level.agent_dir, carrying=carrying)
+        return world, instruction, accepted, number + 1
+
+    def _rounds(self, key: jax.Array, lay: RG.Layout, tries: int, parallel: int):
+        """Returns ``(level, instruction, carrying, accepted, number)``: all ``tries`` attempts, ``parallel`` at a
+        time in a ``scan`` of static length, the first accepted kept (else the last); ``number`` counts from 0."""
         rounds = -(-tries // parallel)
 
         def split(key, _):
@@ -181,12 +196,39 @@ class LevelGenerator:
         init = (jnp.bool_(False), nothing, jnp.int32(0))
         xs = (jnp.arange(rounds, dtype=jnp.int32), subs.reshape(rounds, parallel))
         (accepted, (level, instruction, carrying), number), _ = jax.lax.scan(round_, init, xs)
-        world = make_state(level.grid, level.agent_pos, level.agent_dir, carrying=carrying)
-        return world, instruction, accepted, number + 1
+        return level, instruction, carrying, accepted, number
+
+    def _first_accepted(self, key: jax.Array, lay: RG.Layout, tries: int):
+        """As ``_rounds`` one attempt at a time, stopping at the first accepted (or after ``tries``): a loop whose
+        trip count depends on the levels drawn, for the CPU only, where its condition never leaves the device
+        (the jit named ``_first_accepted_attempt``; ``tests/test_no_dynamic_loops.py`` accepts it there and
+        checks that the accelerators' path, ``_rounds``, has none). Under ``vmap`` it runs until every world's
+        attempt is accepted: for a batch of ``n`` worlds about ``log(n) / log(1 / p)`` attempts at rejection rate
+        ``p`` instead of all ``tries``."""
+        return _first_accepted_attempt(self, key, lay, tries)
 
     def __call__(self, key: jax.Array, params: I.BabyAIParams) -> tuple[GridState, I.Instruction]:
         world, instruction, _, _ = self.sample(key, params)
         return world, instruction
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2, 3))
+def _first_accepted_attempt(generator: LevelGenerator, key: jax.Array, lay: RG.Layout, tries: int):
+    """``LevelGenerator._first_accepted``'s loop."""
+
+    def more(carry):
+        number, _, found, _ = carry
+        return ~found & (number < tries)
+
+    def attempt(carry):
+        number, key, _, _ = carry
+        key, sub = jax.random.split(key)
+        level, instruction, carrying, accepted = generator._try_carrying(sub, lay)
+        return number + 1, key, accepted, (level, instruction, carrying)
+
+    nothing = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), generator._shapes(lay)[1][:3])
+    number, _, accepted, chosen = jax.lax.while_loop(more, attempt, (jnp.int32(0), key, jnp.bool_(False), nothing))
+    return (*chosen, accepted, number - 1)
 
 
 def num_navs(instruction: I.Instruction) -> jax.Array:
