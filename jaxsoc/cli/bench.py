@@ -1,4 +1,5 @@
-"""``jaxsoc bench``: throughput tables against minigrid (and xminigrid), the BabyAI bot's rate, and the GPU suite."""
+"""``jaxsoc bench``: throughput tables against minigrid (and xminigrid), the BabyAI bot's rate, the GPU suite, and
+program size (``--program``: jaxpr equations, loops, compile seconds, HLO size and cost analysis per id)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,40 @@ from jaxsoc.bench.minigrid import BABYAI_BENCH_ENVS, GPU_BENCH_ENVS, registry_id
 from jaxsoc.cli.common import on_accelerator
 
 
+def cmd_program(args) -> int:
+    """Runs ``jaxsoc bench --program [IDS|all]`` (``jaxsoc.bench.program``): prints the markdown table of the ids'
+    programs (``--no-compile``: traced only) and with ``--json`` writes its rows. Returns 0, or 2 for an unknown id or
+    flags it does not take."""
+    from jaxsoc.bench import program
+
+    given = [flag for flag, value in {"--envs": args.envs, "--steps": args.steps}.items() if value]
+    if args.suite != "classic":
+        given.append("--suite")
+    if given or len(args.num_envs or []) > 1:
+        print(f"jaxsoc bench --program: {', '.join(given) or 'several --num-envs'} not taken", file=sys.stderr)
+        return 2
+    try:
+        ids = program.program_ids(args.program)
+    except KeyError as error:
+        print(f"jaxsoc bench --program: {error.args[0]}", file=sys.stderr)
+        return 2
+    num_envs = args.num_envs[0] if args.num_envs else 1024
+    results = program.run_program_table(ids, num_envs, compile=not args.no_compile)
+    rows = program.program_rows(results)
+    print(program.format_table(rows))
+    if args.json:
+        import json
+
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+    return 0
+
+
 def cmd_bench(args) -> int:
     """Runs ``jaxsoc bench --suite ...``: prints the suite's table (``--json``: also writes its rows); the GPU suite
-    returns its own exit code. Returns 2 for flags the GPU suite does not take."""
+    returns its own exit code. Returns 2 for flags the GPU suite does not take. ``--program`` runs ``cmd_program``
+    instead."""
+    if args.program is not None:
+        return cmd_program(args)
     if args.suite == "gpu":
         from jaxsoc import gpu_suite
 
@@ -98,6 +130,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--reference-seconds", type=float, default=5.0)
     bench.add_argument("--no-reference", action="store_true", help="skip the minigrid reference rate")
     bench.add_argument("--json", help="also write the rows as JSON")
+    bench.add_argument(
+        "--program",
+        nargs="*",
+        metavar="IDS",
+        help="program size instead of throughput (jaxsoc.bench.program): per id, jaxpr equations of reset_env, "
+        "step_env, vmap(env.step) and the batched step, loops, CPU compile seconds, optimized HLO size and cost "
+        "analysis per world; ids separated by spaces or commas, 'all' for every registered id and the BIB generator "
+        "and renderer, none for the representative ids; --num-envs: one size (default 1024)",
+    )
+    bench.add_argument("--no-compile", action="store_true", help="--program: trace only (equations and loops)")
     from jaxsoc.gpu_suite import add_arguments as add_gpu_suite_arguments
 
     add_gpu_suite_arguments(bench.add_argument_group("GPU suite (--suite gpu; see jaxsoc.gpu_suite)"))
