@@ -201,9 +201,12 @@ def run_table(
     repeats: int = 3,
     reference_seconds: float = 5.0,
     xminigrid: bool = True,
+    paths: tuple[str, ...] | None = None,
 ) -> list[dict]:
-    """Measures every (env, N, see_through_walls) and prints a markdown table to stdout. Returns the rows:
-    jaxsoc's rate with minigrid's and xminigrid's (``None`` when not measured) and the ratios."""
+    """Measures every (env, N, see_through_walls, path) and prints a markdown table to stdout. ``paths`` holds
+    ``"vmap"`` (``jax.vmap(env.step)``) and/or ``"batched"`` (``batched_step``); None takes the env's default
+    (``uses_pooled_resets``). Returns the rows: jaxsoc's rate with minigrid's and xminigrid's (``None`` when not
+    measured) and the ratios."""
     rows = []
     for name in env_names:
         reference = measure_minigrid(name, reference_seconds) if reference_seconds > 0 else None
@@ -212,9 +215,13 @@ def run_table(
         for num_envs in num_envs_list:
             theirs = measure_xminigrid(name, num_envs, num_steps, repeats) if xminigrid else None
             for see_through in occlusion:
-                ours = measure_jaxsoc(name, num_envs, num_steps, repeats, see_through_walls=see_through)
-                _log(f"{name} N={num_envs} see_through_walls={see_through}: {ours['steps_per_s']:.3g} steps/s")
-                rows.append(compare_row(ours, reference, theirs))
+                for pooled in [None] if paths is None else [path == "batched" for path in paths]:
+                    ours = measure_jaxsoc(name, num_envs, num_steps, repeats, pooled, see_through_walls=see_through)
+                    _log(
+                        f"{name} N={num_envs} see_through_walls={see_through} {ours['path']}: "
+                        f"{ours['steps_per_s']:.3g} steps/s"
+                    )
+                    rows.append(compare_row(ours, reference, theirs))
     print(format_table(rows))
     return rows
 

@@ -99,6 +99,7 @@ def cmd_bench(args) -> int:
         occlusion=modes,
         repeats=args.repeats,
         reference_seconds=0 if args.no_reference else args.reference_seconds,
+        paths=tuple(args.paths) if args.paths else None,
     )
     if args.json:
         import json
@@ -126,6 +127,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     bench.add_argument(
         "--see-through-walls", choices=["both", "on", "off"], help="default: both (classic), off (babyai)"
+    )
+    bench.add_argument(
+        "--paths",
+        nargs="+",
+        choices=["vmap", "batched"],
+        help="the steps measured side by side: jax.vmap(env.step) as gymnax-style code calls it, and/or "
+        "core.autoreset.batched_step (default: batched for BabyAI levels, vmap for the others)",
     )
     bench.add_argument("--reference-seconds", type=float, default=5.0)
     bench.add_argument("--no-reference", action="store_true", help="skip the minigrid reference rate")
