@@ -98,10 +98,12 @@ def test_every_part_writes_complete_stamped_rows(toy_run):
     out, md, _, _ = toy_run
     rows = _check_stamped_rows(out, NAMES)
     section = core.read_section(md.read_text())
-    assert "| GoToRedBallGrey | 1x1 | 16 | 8 | 1 |" in section  # the BabyAI table, with the level's target
+    assert "| GoToRedBallGrey | 1x1 | vmap | 16 | 8 | 1 |" in section  # the BabyAI table, both steps, with targets
+    assert "| GoToRedBallGrey | 1x1 | batched | 16 | 8 | 1 |" in section
     assert "1e+08" in section and "1e+06" not in section  # BossLevel's bot target only where BossLevel is
     assert {r["see_through_walls"] for r in rows["classic"]} == {True, False}
-    assert rows["babyai"][0]["rooms"] == "1x1" and rows["babyai"][0]["resets"] == "pooled"
+    assert rows["babyai"][0]["rooms"] == "1x1" and {r["resets"] for r in rows["babyai"]} == {"pooled"}
+    assert sorted(r["path"] for r in rows["babyai"]) == ["batched", "vmap"]
     assert rows["bot_success"][0]["episodes"] == 8 and rows["bot_success"][0]["success"] == 1.0
     assert [r["demos"] for r in rows["bc"]] == [16, 11]
     assert {(r["map"], r["impl"]) for r in rows["conv"]} == {(m, i) for m in (7, 2) for i in ("native", "im2col")}
