@@ -19,11 +19,12 @@ import jax
 import jax.numpy as jnp
 import pytest
 from excalibur_scenes import with_small_banks
-from jax.extend.core import ClosedJaxpr, Jaxpr, Literal
+from jax.extend.core import ClosedJaxpr
 from minigrid_wfc_reference import stand_in_layouts
 from tiers import first_of_each
 
 import jaxsoc
+from jaxsoc.bench.program import static_trip_count, sub_jaxprs
 from jaxsoc.core.autoreset import batched_step
 from jaxsoc.envs.babyai import bot as B
 from jaxsoc.envs.babyai.levels import LEVELS as GENERATORS
@@ -54,50 +55,6 @@ MINIGRID = first_of_each(
 NUM_ENVS = 4
 
 
-def _sub_jaxprs(value):
-    """Yields the jaxprs inside one equation parameter (a jaxpr, a closed jaxpr, or a tuple/list of them)."""
-    if isinstance(value, ClosedJaxpr):
-        yield value.jaxpr
-    elif isinstance(value, Jaxpr):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _sub_jaxprs(item)
-
-
-def _index(var, variables) -> int | None:
-    return next((k for k, v in enumerate(variables) if v is var), None)
-
-
-def _is_literal(var, value=None) -> bool:
-    return isinstance(var, Literal) and (value is None or var.val == value)
-
-
-def static_trip_count(eqn) -> bool:
-    """True when a ``while`` equation is a ``fori_loop`` with constant bounds: its condition is one
-    ``counter < bound``; the counter starts at a literal and the body adds the literal 1 to it; the bound is
-    a literal, or a carried value that starts at a literal and that the body passes through unchanged."""
-    cond, body = eqn.params["cond_jaxpr"].jaxpr, eqn.params["body_jaxpr"].jaxpr
-    cond_consts, body_consts = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
-    init = eqn.invars[cond_consts + body_consts :]
-    carry_in, body_in = cond.invars[cond_consts:], body.invars[body_consts:]
-    if len(cond.eqns) != 1 or cond.eqns[0].primitive.name != "lt" or cond.eqns[0].outvars[0] is not cond.outvars[0]:
-        return False
-    counter, bound = cond.eqns[0].invars
-    k = _index(counter, carry_in)
-    if k is None or not _is_literal(init[k]):
-        return False
-    if not _is_literal(bound):
-        j = _index(bound, carry_in)
-        if j is None or not _is_literal(init[j]) or body.outvars[j] is not body_in[j]:
-            return False
-    step = [e for e in body.eqns if any(out is body.outvars[k] for out in e.outvars)]
-    if len(step) != 1 or step[0].primitive.name != "add":
-        return False
-    a, b = step[0].invars
-    return (a is body_in[k] and _is_literal(b, 1)) or (b is body_in[k] and _is_literal(a, 1))
-
-
 #: the one data-dependent loop a step may hold: ``core.pooled``'s rounds of resets (``ceil(d / chunk)`` rounds for
 #: ``d`` ended episodes, typically one: a read-back per round, as a switch over pool sizes costs one per step)
 POOLED_RESET_LOOP = "_pooled_reset_chunks"
@@ -116,11 +73,11 @@ def dynamic_whiles(closed_jaxpr) -> list:
     while stack:
         jaxpr, pooled_loop = stack.pop()
         for eqn in jaxpr.eqns:
-            if eqn.primitive.name == "while" and not static_trip_count(eqn) and not pooled_loop:
+            if eqn.primitive.name == "while" and static_trip_count(eqn) is None and not pooled_loop:
                 found.append(eqn)
             named = eqn.primitive.name in ("jit", "pjit") and eqn.params.get("name") in ALLOWED_LOOPS
             for value in eqn.params.values():
-                stack.extend((sub, named) for sub in _sub_jaxprs(value))
+                stack.extend((sub, named) for sub in sub_jaxprs(value))
     return found
 
 
