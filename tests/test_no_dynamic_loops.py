@@ -6,9 +6,10 @@ host on every iteration. ``dynamic_whiles`` walks a closed jaxpr, every sub-jaxp
 and returns the ``while`` equations whose trip count is not static. A ``fori_loop`` with Python-int bounds
 lowers to ``scan`` and never appears; the one ``while`` accepted is the pattern of a ``fori_loop`` with
 constant bounds (a counter from a literal, ``counter < bound`` with a literal or loop-invariant literal
-bound, the body adding 1). ``reset``, the pooled ``batched_step`` and ``bot_act`` of every registered
-``BabyAI-*`` level, and ``reset`` and ``step`` of every ``MiniGrid-*`` id, are traced (``make_jaxpr`` on
-abstract inputs: tracing only, nothing is compiled).
+bound, the body adding 1). Here: the pooled ``batched_step`` of four BabyAI generator families, ``bot_act`` on every
+grid shape of the ``BabyAI-*`` ids, BIB, EXCALIBUR and the PPO update (``make_jaxpr`` on abstract inputs: tracing
+only, nothing is compiled). Every registered id's ``reset`` and ``step`` are walked by
+``tests/test_contract_every_id.py``, in CI.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ import jax.numpy as jnp
 import pytest
 from excalibur_scenes import with_small_banks
 from jax.extend.core import ClosedJaxpr
-from minigrid_wfc_reference import stand_in_layouts
-from tiers import first_of_each
 
 import jaxsoc
 from jaxsoc.bench.program import static_trip_count, sub_jaxprs
@@ -29,29 +28,12 @@ from jaxsoc.core.autoreset import batched_step
 from jaxsoc.envs.babyai import bot as B
 from jaxsoc.envs.babyai.levels import LEVELS as GENERATORS
 from jaxsoc.envs.babyai.levels import LevelGenerator
-from jaxsoc.envs.gridworld.minigrid_ids import MINIGRID_ENVS
-from jaxsoc.envs.gridworld.wfc import ENVS as WFC_ENVS
 
-#: the levels traced in CI: the three paper generator modules, doors and keys, and the full grammar (``-m slow``
-#: traces every other ``BabyAI-*`` id: each traces its own generator and, per grid shape, the bot)
+#: the levels whose pooled batched step is traced: the three paper generator modules, doors and keys, and the full
+#: grammar
 CI_LEVELS = {f"BabyAI-{name}-v0" for name in ("GoToRedBallGrey", "PutNextLocal", "Unlock", "BossLevel")}
 
 
-def _levels() -> list:
-    """Every ``BabyAI-*`` id, those outside ``CI_LEVELS`` marked ``slow``."""
-    return [
-        name if name in CI_LEVELS else pytest.param(name, marks=pytest.mark.slow)
-        for name in jaxsoc.registered_envs()
-        if name.startswith("BabyAI-")
-    ]
-
-
-LEVELS = _levels()
-#: every ``MiniGrid-*`` id; CI traces the first of each generator module (``-m slow`` the rest)
-MINIGRID = first_of_each(
-    [name for name in jaxsoc.registered_envs() if name.startswith("MiniGrid-")],
-    lambda name: MINIGRID_ENVS[name][0].__module__,
-)
 NUM_ENVS = 4
 
 
@@ -165,31 +147,54 @@ def bot_act_jaxpr(params, state, obs, bot):
     return _BOT_ACT_JAXPRS[shape]
 
 
-@pytest.mark.parametrize("name", LEVELS)
-def test_reset_step_and_bot_have_no_data_dependent_loops(name):
-    env, params, key, reset, (obs, state) = traced_reset(name)
-    assert not (found := dynamic_whiles(reset)), f"{name} reset:\n{_describe(found)}"
+def _grid_shape(params) -> tuple:
+    return (params.height, params.width, params.view_size, params.room_size, params.num_rows, params.num_cols)
 
+
+def _bot_shapes() -> list:
+    """One ``BabyAI-*`` id per grid shape (``bot_act``'s program depends on the shape only; 25 shapes, about a second
+    of tracing each)."""
+    first: dict = {}
+    for name in jaxsoc.registered_envs():
+        if name.startswith("BabyAI-"):
+            first.setdefault(_grid_shape(jaxsoc.make(name)[1]), name)
+    return list(first.values())
+
+
+def _all_eqns(jaxpr) -> list:
+    """Returns every equation of ``jaxpr`` (a ``Jaxpr``), sub-jaxprs included."""
+    found, stack = [], [jaxpr]
+    while stack:
+        for eqn in stack.pop().eqns:
+            found.append(eqn)
+            for value in eqn.params.values():
+                stack.extend(sub.jaxpr if isinstance(sub, ClosedJaxpr) else sub for sub in sub_jaxprs(value))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(CI_LEVELS))
+def test_pooled_batched_step_has_no_loop_but_the_rounds_of_resets(name):
+    """Under ``vmap`` the reset of ended worlds runs in ``core.pooled``'s loop of rounds, the one loop accepted; the
+    level generator inside it is the code that ``tests/test_contract_every_id.py`` walks in every id's unbatched
+    reset and step, so the four generator families of ``CI_LEVELS`` reach the batched path's own code."""
+    env, params, key, _, (_, state) = traced_reset(name)
     step = batched_step(env)
     states = jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct((NUM_ENVS, *x.shape), x.dtype), state)
     actions = jax.ShapeDtypeStruct((NUM_ENVS,), jnp.int32)
     stepped = jax.make_jaxpr(lambda k, s, a: step(k, s, a, params))(key, states, actions)
+    names = {e.params.get("name") for e in _all_eqns(stepped.jaxpr) if e.primitive.name in ("jit", "pjit")}
+    assert POOLED_RESET_LOOP in names, f"{name}: the batched step resets without the pooled rounds"
     assert not (found := dynamic_whiles(stepped)), f"{name} batched_step:\n{_describe(found)}"
 
+
+@pytest.mark.parametrize("name", _bot_shapes())
+def test_the_bot_has_no_data_dependent_loop_on_any_grid_shape(name):
+    """``bot_act`` on one level of each grid shape that a ``BabyAI-*`` id has (its program depends on the shape
+    only, so this reaches every level's bot; every id's reset and step are walked by
+    ``tests/test_contract_every_id.py``, in CI)."""
+    _, params, _, _, (obs, state) = traced_reset(name)
     bot = jax.eval_shape(lambda s: B.bot_init(params, s), state)
     assert not (found := dynamic_whiles(bot_act_jaxpr(params, state, obs, bot))), f"{name} bot_act:\n{_describe(found)}"
-
-
-@pytest.mark.parametrize("name", MINIGRID)
-def test_minigrid_reset_and_step_have_no_data_dependent_loops(name):
-    env, params = jaxsoc.make(name)
-    if name in WFC_ENVS:  # minigrid's wheel has no WFC pattern images to build the bank from
-        env.set_layouts(stand_in_layouts())
-    key = jax.eval_shape(lambda: jax.random.key(0))
-    reset, (_, state) = jax.make_jaxpr(lambda k: env.reset(k, params), return_shape=True)(key)
-    assert not (found := dynamic_whiles(reset)), f"{name} reset:\n{_describe(found)}"
-    stepped = jax.make_jaxpr(lambda k, s: env.step(k, s, jnp.int32(2), params))(key, state)
-    assert not (found := dynamic_whiles(stepped)), f"{name} step:\n{_describe(found)}"
 
 
 @pytest.mark.parametrize("name", ["BabyAI-GoToLocal-v0", "BabyAI-Unlock-v0"])
