@@ -147,3 +147,40 @@ class Environment(abc.ABC):
         info = dict(info, final_observation=obs_step, final_state=state_step)
         obs, state = (where or self._reset_where)(done, key_reset, params, (obs_step, state_step))
         return obs, state, reward, terminated, truncated, info
+
+    # -- observation options (``jaxsoc.make(name, observation=kind)``) --------------------------
+    def observation_kinds(self) -> tuple[str, ...]:
+        """Returns the names ``with_observation`` accepts, this env's own observation first. ``"default"`` is
+        accepted too and always names the first. The base class offers only its own observation."""
+        return ("default",)
+
+    def with_observation(self, kind: str, **options: Any) -> Environment:
+        """Returns this environment with observation ``kind`` (one of ``observation_kinds()``); ``"default"`` or
+        the first kind returns ``self``. ``jaxsoc.make(name, observation=kind)`` calls it. Families with more
+        kinds override it (the grid families: ``jaxsoc/envs/gridworld/views.py``).
+
+        Raises:
+            TypeError: ``kind`` is not a string, or ``options`` are given (the base class takes none).
+            ValueError: ``kind`` is not offered; the message lists the kinds this env offers.
+        """
+        self.check_observation_kind(kind)
+        if options:
+            raise TypeError(f"{self.name}: observation {kind!r} takes no options, got {sorted(options)}")
+        return self
+
+    def check_observation_kind(self, kind: Any) -> str:
+        """Returns ``kind`` with ``"default"`` replaced by this env's own kind (``observation_kinds()[0]``).
+
+        Raises:
+            TypeError: ``kind`` is not a string.
+            ValueError: ``kind`` is not among ``observation_kinds()`` (nor ``"default"``); the message lists them.
+        """
+        kinds = tuple(self.observation_kinds())
+        if not isinstance(kind, str):
+            raise TypeError(f"{self.name}: observation must be a string, one of {list(kinds)}; got {kind!r}")
+        if kind == "default":
+            return kinds[0]
+        if kind not in kinds:
+            offered = "only its default observation" if kinds == ("default",) else f"the kinds {list(kinds)}"
+            raise ValueError(f"{self.name}: unknown observation {kind!r}; this environment offers {offered}")
+        return kind

@@ -38,15 +38,21 @@ def registered_envs() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def make(name: str, init_kwargs: dict[str, Any] | None = None, **overrides: Any) -> tuple[Any, Any]:
+def make(
+    name: str, init_kwargs: dict[str, Any] | None = None, *, observation: str | None = None, **overrides: Any
+) -> tuple[Any, Any]:
     """Returns ``(env, params)`` for a registered name; ``overrides`` replace fields of the default params
     (e.g. ``max_steps=50``, ``see_through_walls=True``); ``init_kwargs`` go to the env's constructor (e.g. CHAIC's
-    options view: ``rooms=True``, ``partner=...``; hashable values). Environments hold no episode data, so the same
-    instance (with its compiled ``reset``/``step``) is returned for a name and ``init_kwargs``.
+    options view: ``rooms=True``, ``partner=...``; hashable values); ``observation`` selects an observation kind
+    (``env.with_observation(observation)``; ``env.observation_kinds()`` lists them, e.g. ``"full"`` or ``"rgb"`` for
+    the grid families, docs/observations.md). Environments hold no episode data, so the same instance (with its
+    compiled ``reset``/``step``) is returned for a name, ``init_kwargs`` and ``observation``.
 
     Raises:
         UnknownEnvironment: unknown name, a ``KeyError`` (the message lists the closest registered names).
-        TypeError: an override that is not a field of the env's params, or ``init_kwargs`` the env does not take.
+        TypeError: an override that is not a field of the env's params, ``init_kwargs`` the env does not take, or
+            an ``observation`` that is not a string.
+        ValueError: an ``observation`` kind the env does not offer (the message lists those it does).
     """
     if name not in _REGISTRY:
         close = difflib.get_close_matches(name, _REGISTRY, n=5, cutoff=0.4)
@@ -59,6 +65,8 @@ def make(name: str, init_kwargs: dict[str, Any] | None = None, **overrides: Any)
         except TypeError as error:
             raise TypeError(f"{name}: bad constructor arguments {sorted(init_kwargs or {})}: {error}") from error
     env = _INSTANCES[key]
+    if observation is not None:
+        env = _with_observation(env, key if isinstance(key, tuple) else (name, ()), observation)
     params = env.default_params()
     if overrides:
         fields = {f.name for f in dataclasses.fields(params)}
@@ -67,3 +75,18 @@ def make(name: str, init_kwargs: dict[str, Any] | None = None, **overrides: Any)
             raise TypeError(f"{name}: unknown params {unknown}; valid fields are {sorted(fields)}")
         params = params.replace(**overrides)
     return env, params
+
+
+def _with_observation(env: Any, key: tuple, observation: Any) -> Any:
+    """Returns ``env`` with observation kind ``observation``, one instance per ``(key, observation)``. An env without
+    the hook (the multi-agent views) offers only ``"default"``."""
+    if not isinstance(observation, str):
+        raise TypeError(f"{key[0]}: observation must be a string, got {observation!r}")
+    view_key = (*key, "observation", observation)
+    if view_key not in _INSTANCES:
+        kinds = tuple(env.observation_kinds()) if hasattr(env, "with_observation") else ("default",)
+        if observation != "default" and observation not in kinds:
+            offered = "only its default observation" if kinds == ("default",) else f"the kinds {list(kinds)}"
+            raise ValueError(f"{key[0]}: unknown observation {observation!r}; this environment offers {offered}")
+        _INSTANCES[view_key] = env.with_observation(observation) if hasattr(env, "with_observation") else env
+    return _INSTANCES[view_key]

@@ -25,6 +25,8 @@ from jaxsoc.envs.babyai.levels.common import max_steps as instruction_max_steps
 from jaxsoc.envs.gridworld import constants as C
 from jaxsoc.envs.gridworld.dynamics import success_reward, transition
 from jaxsoc.envs.gridworld.observation import observation_space, observe
+from jaxsoc.envs.gridworld.state import GridState
+from jaxsoc.envs.gridworld.views import KINDS, with_view
 
 
 def observe_babyai(state: I.BabyAIState, params: I.BabyAIParams) -> dict[str, jax.Array]:
@@ -95,6 +97,22 @@ class BabyAIEnvironment(Environment):
         from jaxsoc.envs.babyai.compat import from_minigrid
 
         return from_minigrid(env)
+
+    def observe(self, state: I.BabyAIState, params: I.BabyAIParams | None = None) -> dict[str, jax.Array]:
+        """Returns the observation of ``state`` (``observe_babyai``; one world, jittable)."""
+        return observe_babyai(state, self.default_params() if params is None else params)
+
+    def grid_world(self, state: I.BabyAIState) -> GridState:
+        """Returns the ``GridState`` of a BabyAI state (``state.world``; the observation views read it)."""
+        return state.world
+
+    def observation_kinds(self) -> tuple[str, ...]:
+        """Returns the observation kinds of the grid families (``gridworld.views.KINDS``)."""
+        return KINDS
+
+    def with_observation(self, kind: str, tile_size: int | None = None) -> Environment:
+        """Returns this env observing ``kind`` (``gridworld.views.with_view``; ``tile_size`` for the pixel kinds)."""
+        return with_view(self, kind, tile_size)
 
     def action_space(self, params=None) -> spaces.Discrete:
         return spaces.Discrete(C.NUM_ACTIONS)

@@ -25,6 +25,7 @@ from jaxsoc.envs.gridworld import mission as mission_words
 from jaxsoc.envs.gridworld.dynamics import Transition, success_reward, transition
 from jaxsoc.envs.gridworld.observation import observation_space, observe
 from jaxsoc.envs.gridworld.state import GridParams, GridState
+from jaxsoc.envs.gridworld.views import KINDS, with_view
 
 
 class GridEnvironment(Environment):
@@ -93,6 +94,19 @@ class GridEnvironment(Environment):
     def observe(self, state: GridState, params: GridParams | None = None) -> dict[str, jax.Array]:
         """Returns the observation of ``state`` (see ``observation.observe``, plus ``mission``)."""
         return self._observe(state, self.default_params() if params is None else params)
+
+    def grid_world(self, state: GridState) -> GridState:
+        """Returns the ``GridState`` of an env state (the state itself here; the observation views read it)."""
+        return state
+
+    def observation_kinds(self) -> tuple[str, ...]:
+        """Returns the observation kinds of the grid families (``views.KINDS``: ``partial``, the default, ``full``,
+        ``rgb_partial``, ``rgb`` and ``one_hot_partial``)."""
+        return KINDS
+
+    def with_observation(self, kind: str, tile_size: int | None = None) -> Environment:
+        """Returns this env observing ``kind`` (``views.with_view``; ``tile_size`` for the pixel kinds, default 8)."""
+        return with_view(self, kind, tile_size)
 
     def action_space(self, params=None) -> spaces.Discrete:
         return spaces.Discrete(self.num_actions)

@@ -257,10 +257,14 @@ def visible_cells(state: GridState, params: GridParams) -> jax.Array:
 
     Each world cell looks up its own view cell (a gather, no scatter): cell ``(x, y)`` is view cell
     ``i = V // 2 + (p - agent_pos) . right``, ``j = V - 1 - (p - agent_pos) . forward``."""
-    size = params.view_size
+    view = gather_view(state.grid, state.agent_pos, state.agent_dir, params.view_size)
+    return _world_mask(state, _view_visibility(view, params))
+
+
+def _world_mask(state: GridState, seen: jax.Array) -> jax.Array:
+    """Returns ``bool[H, W]``: the world cells whose view cell is marked in ``seen`` (``bool[V, V]``, ``[i, j]``)."""
+    size = seen.shape[0]
     height, width = state.grid.shape[:2]
-    view = gather_view(state.grid, state.agent_pos, state.agent_dir, size)
-    seen = _view_visibility(view, params)
     dx, dy = jnp.asarray(C.DIR_TO_VEC)[state.agent_dir]
     rel_x = jnp.arange(width, dtype=jnp.int32)[None, :] - state.agent_pos[0]
     rel_y = jnp.arange(height, dtype=jnp.int32)[:, None] - state.agent_pos[1]
@@ -306,3 +310,37 @@ def render_view(state: GridState, params: GridParams, tile_size: int = 32) -> ja
     cells = jnp.swapaxes(view, 0, 1)  # [i, j] -> [row j, column i]
     agent_rc = (jnp.int32(size - 1), jnp.int32(size // 2))
     return _compose(cells, jnp.swapaxes(seen, 0, 1), agent_rc, jnp.int32(3), tile_size)
+
+
+@functools.partial(jax.jit, static_argnames=("tile_size",))
+def render_image_view(image: jax.Array, tile_size: int = 32) -> jax.Array:
+    """Renders an observation ``image`` (``observation.observe``'s ``uint8[V, V, 3]``, indexed ``[i, j]``) as
+    ``render_view`` renders the state it came from: the observation already holds the occlusion (unseen cells are
+    ``UNSEEN``, every cell the agent sees has another type) and the carried object, so the picture needs nothing
+    else. Unseen cells are drawn empty and not highlighted, seen cells highlighted, the agent at the bottom centre
+    facing up.
+
+    Jitted with ``tile_size`` static; vmap it for a batch.
+
+    Returns:
+        ``uint8[V * tile_size, V * tile_size, 3]``, equal to ``render_view`` of the observed state.
+    """
+    size = image.shape[0]
+    seen = image[..., C.TYPE] != C.UNSEEN
+    cells = jnp.where(seen[..., None], image, jnp.asarray(C.EMPTY_CELL[:3]))
+    agent_rc = (jnp.int32(size - 1), jnp.int32(size // 2))
+    return _compose(jnp.swapaxes(cells, 0, 1), jnp.swapaxes(seen, 0, 1), agent_rc, jnp.int32(3), tile_size)
+
+
+@functools.partial(jax.jit, static_argnames=("tile_size",))
+def render_state_seen(state: GridState, image: jax.Array, tile_size: int = 32) -> jax.Array:
+    """``render_state`` with the agent's view taken from its observation ``image`` (``observation.observe``'s
+    ``uint8[V, V, 3]`` of ``state``): the seen cells are those not ``UNSEEN`` there, so the occlusion is not
+    computed a second time.
+
+    Returns:
+        ``uint8[H * tile_size, W * tile_size, 3]``, equal to ``render_state(state, params, tile_size)``.
+    """
+    highlight = _world_mask(state, image[..., C.TYPE] != C.UNSEEN)
+    agent_rc = (state.agent_pos[1], state.agent_pos[0])
+    return _compose(state.grid, highlight, agent_rc, state.agent_dir, tile_size)
