@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import sys
 import typing
 from pathlib import Path
 from typing import Any
 
-BIB_LEARNERS = ("bib-atc", "bib-bc-mlp", "bib-bc-rnn", "bib-video-rnn")
-HOUSEHOLD_LEARNERS = ("watch", "hybrid", "hrl")
-CHAIC_LEARNERS = ("chaic-bm",)
-ALGORITHMS = ("ppo", "a2c", "bc", "il-interactive", *BIB_LEARNERS, *HOUSEHOLD_LEARNERS, *CHAIC_LEARNERS)
+from jaxsoc.learners import families
+
+#: the shared trainers, then every family's own learners (``learners/<family>/family.py``) in family order
+ALGORITHMS = ("ppo", "a2c", "bc", "il-interactive", *(learner.name for _, learner in families.learners()))
 
 
 def _convert(name: str, hint: Any, text: str) -> Any:
@@ -74,17 +75,13 @@ def cmd_train(args) -> int:
 
     if args.algo in ("bc", "il-interactive"):
         return _train_imitation(args)
-    if args.algo in BIB_LEARNERS:
-        return _train_family(args, "bib")
-    if args.algo in HOUSEHOLD_LEARNERS:
-        return _train_family(args, "household")
-    if args.algo in CHAIC_LEARNERS:
-        return _train_family(args, "chaic")
+    owned = families.owner(args.algo)
+    if owned is not None:
+        return _train_family(args, *owned)
     base = dict(env_id=args.env, preset=args.preset)
-    if args.env.startswith("CHAIC-"):  # CHAIC's observations need their own network (networks.chaic)
-        base["network"] = "chaic"
-    if args.env.startswith("EXCALIBUR-"):  # as do EXCALIBUR's (networks.excalibur)
-        base["network"] = "excalibur"
+    network = families.network_for(args.env)  # the env's family declares the network its observations need
+    if network is not None:
+        base["network"] = network
     if args.num_envs is not None:
         base["num_envs"] = args.num_envs
     if args.frames is not None:
@@ -128,14 +125,12 @@ def cmd_train(args) -> int:
     return 0
 
 
-def _train_family(args, family: str) -> int:
-    """Runs ``jaxsoc train`` for a learner family with its own front end (the family's command module
-    ``jaxsoc.cli.<family>``: ``config_type``, ``train_command`` and ``run_line``)."""
-    from jaxsoc.cli import bib, chaic, household
-
-    front = {"bib": bib, "household": household, "chaic": chaic}[family]
+def _train_family(args, family, learner) -> int:
+    """Runs ``jaxsoc train`` for a family's own ``learner`` (``core.family.Learner``: ``--set`` parsed against its
+    config) through the family's command module ``jaxsoc.cli.<family>`` (``train_command`` and ``run_line``)."""
+    front = importlib.import_module(f".{family.name}", __package__)
     try:
-        summary = front.train_command(args, parse_overrides(front.config_type(args.algo), args.set))
+        summary = front.train_command(args, parse_overrides(learner.config_type(), args.set))
     except (TypeError, ValueError) as error:
         print(f"jaxsoc train: {error}", file=sys.stderr)
         return 2
@@ -340,7 +335,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     """Adds the ``train``, ``eval`` and ``sweep`` sub-commands to the ``jaxsoc`` parser."""
     train = sub.add_parser("train", help="train a policy (PPO, A2C, behaviour cloning, interactive imitation)")
     train.add_argument("algo", choices=ALGORITHMS)
-    train.add_argument("--env", default="BabyAI-GoToRedBallGrey-v0")
+    train.add_argument("--env", default=families.default().default_env_id)
     train.add_argument(
         "--preset", choices=["small", "large", "tiny"], default="small", help="tiny: CPU-sized, not the paper's"
     )
@@ -360,17 +355,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--curves", nargs="+", choices=["test-1", "test-2"], help="watch: also score --demos' <split>.npz every epoch"
     )
     train.add_argument("--seed", type=int, default=0)
-    bib = train.add_argument_group("BIB learners (bib-*)")
-    bib.add_argument("--data", help="a background dataset root written by jaxsoc bib data (else generated)")
-    bib.add_argument(
+    own = train.add_argument_group("BIB learners (bib-*)")
+    own.add_argument("--data", help="a background dataset root written by jaxsoc bib data (else generated)")
+    own.add_argument(
         "--episodes", type=float, help="background episodes (default 28,000; chaic-bm: train episodes per task)"
     )
-    bib.add_argument("--data-seed", type=int, default=0, help="seed of the generated background set")
-    bib.add_argument("--seeds", type=int, default=1, help="seeds trained together (vmapped)")
-    bib.add_argument(
+    own.add_argument("--data-seed", type=int, default=0, help="seed of the generated background set")
+    own.add_argument("--seeds", type=int, default=1, help="seeds trained together (vmapped)")
+    own.add_argument(
         "--encoder", help="a bib-atc run, or a BC run on pixels, whose encoder the observers start from (or keep)"
     )
-    bib.add_argument("--epochs", type=int, help="epochs (default the config's; bib-*, watch and chaic-bm)")
+    own.add_argument("--epochs", type=int, help="epochs (default the config's; bib-*, watch and chaic-bm)")
     train.add_argument(
         "--set",
         action="append",

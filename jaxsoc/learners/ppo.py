@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 from typing import Any
 
 import jax
@@ -45,9 +44,12 @@ from flax import struct
 
 import jaxsoc
 from jaxsoc.core.autoreset import batched_step, pool_sizes, pooled, select_rows
+from jaxsoc.learners import families
 from jaxsoc.learners.networks import registry
 
 ALGOS = ("ppo", "a2c")
+#: the family whose recipe the defaults are (``learners.families.default``: BabyAI's)
+_DEFAULT = families.default()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,10 +88,10 @@ class PPOConfig:
         normalize_advantages: normalise the advantages of each minibatch to mean 0, standard deviation 1.
     """
 
-    env_id: str = "BabyAI-GoToRedBallGrey-v0"
+    env_id: str = _DEFAULT.default_env_id
     env_args: str = ""
     algo: str = "ppo"
-    network: str = "babyai"
+    network: str = _DEFAULT.network
     preset: str = "small"
     arch: str | None = None
     norm: str | None = None
@@ -181,10 +183,11 @@ def env_kwargs(env_args: str) -> dict[str, Any]:
     return out
 
 
-#: env arguments that name a run whose model the env carries: ``name -> (the env's keyword, module, loader)``. The
-#: learner layer loads the run and hands the env the model (environments import no learner): ``partner_run=RUN``
-#: (CHAIC's options view, a ``chaic-bm`` run) becomes ``partner=bm.load_partner(RUN)``.
-RUN_ARGUMENTS = {"partner_run": ("partner", "jaxsoc.learners.chaic.bm", "load_partner")}
+#: env arguments that name a run whose model the env carries: ``name -> core.family.RunArgument`` (the env's keyword
+#: and the loader), as the learner families declare them. The learner layer loads the run and hands the env the model
+#: (environments import no learner): ``partner_run=RUN`` (CHAIC's options view, a ``chaic-bm`` run) becomes
+#: ``partner=bm.load_partner(RUN)``.
+RUN_ARGUMENTS = families.run_arguments()
 
 
 def make_env_from(env_id: str, env_args: str = "") -> tuple[Any, Any]:
@@ -193,9 +196,9 @@ def make_env_from(env_id: str, env_args: str = "") -> tuple[Any, Any]:
     for CHAIC's options view), the ``RUN_ARGUMENTS`` loaded first. Raises ``ValueError`` for a name neither takes,
     or a run that does not load."""
     kwargs = env_kwargs(env_args)
-    for name, (keyword, module, loader) in RUN_ARGUMENTS.items():
+    for name, argument in RUN_ARGUMENTS.items():
         if name in kwargs:
-            kwargs[keyword] = getattr(importlib.import_module(module), loader)(str(kwargs.pop(name)))
+            kwargs[argument.keyword] = argument.load(str(kwargs.pop(name)))
     fields = {f.name for f in dataclasses.fields(jaxsoc.make(env_id)[1])}
     init_kwargs = {k: v for k, v in kwargs.items() if k not in fields}
     overrides = {k: v for k, v in kwargs.items() if k in fields}

@@ -1,0 +1,17 @@
+"""EXCALIBUR's declaration (``core.family.EnvFamily``): one id per reward variant (``env.VARIANTS``)."""
+
+from __future__ import annotations
+
+from jaxsoc.core.family import EnvFamily
+
+#: the registered ids by reward variant (``env.VARIANTS``)
+IDS = {
+    "answers": "EXCALIBUR-v0",
+    "qa": "EXCALIBUR-QA-v0",
+    "novelty": "EXCALIBUR-Novelty-v0",
+    "novelty_qa": "EXCALIBUR-NoveltyQA-v0",
+}
+
+FAMILY = EnvFamily(
+    name="excalibur", title="EXCALIBUR", order=50, prefixes=("EXCALIBUR-",), ids=lambda: tuple(IDS.values())
+)

@@ -1,0 +1,2 @@
+"""The grid family's learners: the shared trainers with the BabyAI recipe (``learners.ppo``, ``learners.bc``,
+``learners.imitation``, ``learners.sweeps``) and the FiLM network (``networks.babyai``); ``family`` declares them."""
