@@ -18,7 +18,8 @@ from typing import Any
 
 from jaxsoc.envs.bib import throughput
 from jaxsoc.envs.bib import world as W
-from jaxsoc.gpu_suite.core import Context, guarded_oom
+from jaxsoc.gpu_suite import bib_learners
+from jaxsoc.gpu_suite.core import Context, Part, guarded_oom
 
 #: the issue's target: the background set generated and rendered in at most this many seconds on an H100
 TARGET_S = 60.0
@@ -134,3 +135,85 @@ def render_bib(rows: list[dict]) -> str:
     if sizes:
         text += ("\n\n" if text else "") + throughput.format_table(sizes)
     return text
+
+
+#: the family's parts of the suite (``core.family_parts`` collects them; ``rank``: the place in the suite's order)
+PARTS: tuple[Part, ...] = (
+    Part(
+        "bib",
+        "BIB: episodes generated and rendered per second, and the background set",
+        bib,
+        render_bib,
+        budget_s=60,
+        params=dict(
+            params="video",
+            task=None,
+            sizes=[1024, 4096, 16384],
+            repeats=1,
+            render_size=84,
+            chunk_mib=1024,
+            background_batch=4096,
+            background_episodes=None,
+            target_s=TARGET_S,
+            seed=0,
+        ),
+        toy=dict(
+            params="compact",
+            task="single_object",
+            sizes=[4],
+            repeats=1,
+            render_size=84,
+            chunk_mib=1024,
+            background_batch=4,
+            background_episodes=6,
+            target_s=TARGET_S,
+            seed=0,
+        ),
+        note="`envs.bib.throughput`: one jitted program per batch generates the background mix "
+        "(`dataset.sample_background`, 10:10:4:4) with BIB's video-like params (434 frames per trial), renders "
+        "every frame at 84×84 a chunk of episodes at a time and reduces them to a checksum on the device; compile "
+        "time apart. The set: 7 batches of 4,096 dispatched back to back, timed to the last result. Target (the "
+        "issue): ≤60 s on an H100. Throughput rows: a warm-up call, then the best of `repeats`.",
+        rank=70,
+    ),
+    Part(
+        "bib_learners",
+        "BIB's learners: training steps per second and the projected time of a full run",
+        bib_learners.bib_learners,
+        bib_learners.render_bib_learners,
+        budget_s=60,  # 30 s went to excalibur_learners
+        params=dict(
+            kinds=[*bib_learners.KINDS, *bib_learners.VARIANTS],
+            config=dict(bib_learners.VARIANTS),
+            seeds=3,
+            seed=0,
+            steps_measured=50,
+            background_episodes=None,
+            data_seed=0,
+            target_minutes=bib_learners.TARGET_MINUTES,
+        ),
+        toy=dict(
+            kinds=["bib-atc", "bib-bc-mlp", "bib-video-rnn"],  # each learner class; compiling is most of the time
+            config={
+                "bib-atc": dict(batch_size=8, pairs_per_episode=2),
+                "bib-bc-mlp": dict(batch_size=4, context_pairs=8),
+                "bib-bc-rnn": dict(batch_size=2, max_steps=4),
+                "bib-video-rnn": dict(batch_size=2, max_steps=4, hidden=8, channels=[4, 8, 8]),
+            },
+            seeds=2,
+            seed=0,
+            steps_measured=2,
+            background_episodes={"single_object": 10},  # one task: one generator to compile
+            data_seed=0,
+            target_minutes=bib_learners.TARGET_MINUTES,
+        ),
+        note="`learners.bib.run.Epochs` as `jaxsoc train bib-*` runs it (seeds vmapped, one `lax.scan` per epoch "
+        "on a GPU), the paper's configs (ATC batch 512, the observers batch 32, encoder fine-tuned), on the "
+        "background set generated on the device (`data.background`, 28,000 episodes, 22,400 to train). Each kind: "
+        "an epoch cut to `steps_measured` steps, called once to compile, then timed once; the full set's epoch "
+        "and its `epochs` (100) projected from that rate, optimiser steps only (no validation). Target (the "
+        "issue): each model trained on the full background set in ≤30 minutes on one H100. `bib-bc-mlp:cells`: "
+        "BC-MLP through the cell encoder with its keypoint loss, the CPU recipe (batch 16, 20 epochs).",
+        rank=170,
+    ),
+)

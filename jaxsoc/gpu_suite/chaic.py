@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from jaxsoc.envs.chaic import throughput
-from jaxsoc.gpu_suite.core import Context, guarded_oom
+from jaxsoc.gpu_suite import chaic_learners
+from jaxsoc.gpu_suite.core import Context, Part, guarded_oom
 
 #: the issue's target: CHAIC agent steps (actions started by the two controllable agents) per second on one H100
 TARGET_AGENT_STEPS_PER_S = 1e6
@@ -113,3 +114,74 @@ def render_chaic(rows: list[dict]) -> str:
     modes = "; ".join(f"{m}: {throughput.MODE_TEXT[m]}" for m in throughput.MODES if any(r["mode"] == m for r in rows))
     head += f"Actions: {modes}.\n\n"
     return head + "\n".join(lines) + "\n\n" + throughput.reference_sentence()
+
+
+#: the family's parts of the suite (``core.family_parts`` collects them; ``rank``: the place in the suite's order)
+PARTS: tuple[Part, ...] = (
+    Part(
+        "chaic",
+        "CHAIC: world events and agent steps per second, random actions and the rule-based agents",
+        chaic,
+        render_chaic,
+        budget_s=90,  # taken from classic, babyai, bot_success and bib_learners (30 s each); 30 s to chaic_learners
+        params=dict(
+            modes=list(throughput.MODES),
+            task="normal",
+            sizes=[65_536, 4096],
+            steps=dict(uniform=100, valid=100, helper=25, agents=50),
+            repeats=2,
+            split="train",
+            task_seed=0,
+            seed=0,
+            target_agent_steps_per_s=TARGET_AGENT_STEPS_PER_S,
+            target_modes=["uniform", "valid", "helper"],
+        ),
+        toy=dict(
+            modes=["uniform", "agents"],  # the env and the rule agents; every mode is tested in test_chaic_throughput
+            task="normal",
+            sizes=[4],
+            steps=3,
+            repeats=1,
+            split="train",
+            task_seed=0,
+            seed=0,
+            target_agent_steps_per_s=TARGET_AGENT_STEPS_PER_S,
+            target_modes=["uniform", "valid", "helper"],
+        ),
+        note="`envs.chaic.throughput`: N worlds of the normal task's train bank stepped T times in one jitted "
+        "`lax.scan` with auto-reset (uniform, valid: `ChaicEnv`, one event per step; helper: `ChaicHelperEnv`, "
+        "the rule-based constrained agent inside step, up to 8 events per step; agents: the rule-based constrained "
+        "agent and the RHP helper deciding at every event, fresh episodes and memories as episodes end); the "
+        "programs of one size compiled together, a warm-up call, then the best of `repeats`. Target (the issue): "
+        "≥1e6 agent steps/s (actions started by the two agents) on one H100, judged on the random-action modes at "
+        "the largest N; the paper collects 10^4 steps per day in ThreeDWorld on an A10G.",
+        rank=100,
+    ),
+    Part(
+        "chaic_learners",
+        "CHAIC learners: the PPO helpers' training rates (primitive actions, options)",
+        chaic_learners.chaic_learners,
+        chaic_learners.render_chaic_learners,
+        budget_s=60,  # 30 s each from chaic and household_learners
+        params=dict(
+            ppo_envs=[256, 2048, 8192],
+            num_steps=40,
+            options_envs=[256, 2048],
+            option_steps=20,
+            options_env_args=["", "rooms=true", "partner_run=benchmarks/results/chaic_options3_cpu/bm"],
+            updates=3,
+            repeats=1,
+        ),
+        toy=dict(ppo_envs=[4], num_steps=4, options_envs=[2], option_steps=2, updates=1, repeats=1),
+        note="`gpu_suite/chaic_learners.py`: jitted programs of `updates` PPO updates of the CHAIC helper (the "
+        "`chaic` set-encoder network, small preset) on `CHAIC-All-Helper-v0` with reward shaping, the rule-based "
+        "constrained agent acting inside every step (up to 8 events per helper step), `num_steps` frames per world "
+        "per update, 4 epochs of 4 minibatches; compile apart, a warm-up call, then one timed call. Projection: "
+        "8e8 helper steps (10^4 times the paper's 10^4 RL steps per task, 8 tasks). The options helper "
+        "(`learners/chaic/options_ppo.py`, `CHAIC-All-Options-v0`, up to 48 events per option): the same "
+        "with `option_steps` options per world per update, 2 minibatches, advantages normalised; projection: 1.28e7 "
+        "options, 1,000 times the CPU run's PPO stage; its variants with the room options (`rooms=true`) and the "
+        "behaviour model stepped in the view at every decision (`partner_run=`).",
+        rank=120,
+    ),
+)

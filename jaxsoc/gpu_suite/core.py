@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
+import importlib
+import importlib.util
 import json
 import math
 import os
@@ -46,6 +49,7 @@ class Part:
         quick: its parameters under ``--quick`` (None: not a throughput part, skipped by ``--quick``).
         quick_budget_s: seconds it may take in the default 8-minute ``--quick`` run.
         note: a sentence under its heading (method, targets).
+        rank: its place in the suite's order of importance (``family_parts`` sorts by it; lower runs first).
     """
 
     name: str
@@ -58,6 +62,7 @@ class Part:
     quick: Mapping[str, Any] | None = None
     quick_budget_s: float = 0.0
     note: str = ""
+    rank: float = 0.0
 
 
 class Context:
@@ -112,6 +117,25 @@ class Context:
 def log(message: str) -> None:
     """Prints ``message`` to stderr with the time of day."""
     print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+# -- the parts ---------------------------------------------------------------------------------------------------
+@functools.cache
+def family_parts() -> tuple[Part, ...]:
+    """Returns the suite's parts: every family's ``PARTS`` (``jaxsoc/gpu_suite/<family>.py`` for each family of
+    ``envs.families``), sorted by ``rank``. Raises ``ValueError`` for two parts of one name."""
+    from jaxsoc.envs.families import families
+
+    found: list[Part] = []
+    for family in families():
+        module = f"{__package__}.{family.name}"
+        if importlib.util.find_spec(module) is not None:
+            found.extend(importlib.import_module(module).PARTS)
+    names = [p.name for p in found]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"GPU-suite parts declared twice: {twice}")
+    return tuple(sorted(found, key=lambda p: p.rank))
 
 
 # -- compiled programs ---------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from jaxsoc.envs.household import throughput
-from jaxsoc.gpu_suite.core import Context, guarded_oom
+from jaxsoc.gpu_suite import household_learners
+from jaxsoc.gpu_suite.core import Context, Part, guarded_oom
 
 #: the issue's target: random-action household steps per second on one H100
 TARGET_STEPS_PER_S = 1e7
@@ -101,3 +102,109 @@ def render_household(rows: list[dict]) -> str:
         "the ratio counts a step of two actions as one."
     )
     return head + "\n".join(lines) + tail
+
+
+#: the family's parts of the suite (``core.family_parts`` collects them; ``rank``: the place in the suite's order)
+PARTS: tuple[Part, ...] = (
+    Part(
+        "household",
+        "Watch-And-Help household: random-action steps per second",
+        household,
+        render_household,
+        budget_s=60,
+        params=dict(
+            modes=list(throughput.RANDOM_MODES),
+            sizes=[262_144, 65_536, 4096],
+            steps=50,
+            repeats=1,
+            split="train",
+            task_seed=0,
+            seed=0,
+            target_steps_per_s=TARGET_STEPS_PER_S,
+        ),
+        toy=dict(
+            modes=list(throughput.RANDOM_MODES),
+            sizes=[4],
+            steps=3,
+            repeats=1,
+            split="train",
+            task_seed=0,
+            seed=0,
+            target_steps_per_s=TARGET_STEPS_PER_S,
+        ),
+        note="`envs.household.throughput`: N households reset from the train tasks, stepped T times in one jitted "
+        "`lax.scan` of `vmap(env._auto_reset_step)` (auto-reset computed every step), actions drawn inside the "
+        "scan: uniform over all 968 ids, uniform over the valid ones, or `HelperEnv` (Bob uniform, its random "
+        "Alice inside `step`); compile time apart, a warm-up call, then the best of `repeats`. Target (the issue): "
+        "≥1e7 steps/s on one H100, against the paper's 10 actions/s per Unity process.",
+        rank=80,
+    ),
+    Part(
+        "household_agents",
+        "Watch-And-Help household: Alice and the HP helper planning every step, steps per second",
+        household,
+        render_household,
+        budget_s=60,
+        params=dict(
+            modes=["planners"],
+            sizes=[32_768, 4096, 512],
+            steps=20,
+            repeats=1,
+            split="test-1",
+            task_seed=0,
+            seed=0,
+            target_steps_per_s=None,
+        ),
+        toy=dict(
+            modes=["planners"],
+            sizes=[2],
+            steps=2,
+            repeats=1,
+            split="test-1",
+            task_seed=0,
+            seed=0,
+            target_steps_per_s=None,
+        ),
+        note="`envs.household.throughput` mode `planners`: N households of test-1, the human-like Alice and the HP "
+        "helper each updating a belief, sampling a world and searching 100 simulations per step (planning "
+        "included), memories restarted with each episode; compile apart, a warm-up call, then one timed call. "
+        "The original replans for about 0.05 s per step per agent on a CPU (20 steps/s).",
+        rank=90,
+    ),
+    Part(
+        "household_learners",
+        "Watch-And-Help learners: goal-inference, Hybrid and HRL training rates",
+        household_learners.household_learners,
+        household_learners.render_household_learners,
+        budget_s=90,  # 30 s went to chaic_learners
+        params=dict(
+            watch_batches=[8, 64, 256],
+            watch_length=80,
+            watch_steps=20,
+            hybrid_envs=[16, 256, 2048],
+            hrl_envs=[32, 1024, 8192],
+            hrl_imitation_envs=[32, 1024],
+            updates=10,
+            repeats=1,
+        ),
+        toy=dict(
+            watch_batches=[2],
+            watch_length=4,
+            watch_steps=1,
+            hybrid_envs=[],  # its compile (Alice's planner: ~50 s on a CPU) is tested in test_household_hybrid.py
+            hrl_envs=[2],
+            hrl_imitation_envs=[],  # its own program at toy size: tests/test_gpu_suite_smoke.py (slow)
+            updates=1,
+            repeats=1,
+        ),
+        note="`gpu_suite/household_learners.py`: jitted programs of `watch_steps` Adam steps of the goal-inference "
+        "model (d=128, every frame of stand-in demonstrations of `watch_length` steps, observations replayed on the "
+        "device) and of `updates` A2C updates of the Hybrid helper (Alice planning with 100 simulations in every "
+        "world, Bob's belief and regression planner) and of the HRL low level (paper preset, Bob alone), 20 frames "
+        "per world per update; compile apart, a warm-up call, then one timed call. Projections: one goal-model "
+        "epoch over the paper's 6,314 demonstrations; the original's 100,000 Hybrid episodes of at most 250 steps; "
+        "the HRL curriculum's 7.6 M frames. `hrl_imitation_envs`: the HRL low level's DAgger warm start on the "
+        "belief teacher (`tiny-marks`, 4 Adam steps per batch of 20 frames per world), projected over its 256k frames.",
+        rank=110,
+    ),
+)

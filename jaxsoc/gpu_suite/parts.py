@@ -1,4 +1,4 @@
-"""The measurements of the GPU suite's parts and their tables (``jaxsoc.gpu_suite.PARTS`` registers them).
+"""The measurements of the GPU suite's parts and their tables (``gpu_suite.babyai.PARTS`` declares them).
 
 Each part is a generator ``part(ctx) -> Iterator[dict]`` of rows, each row with a ``key`` naming every
 parameter it depends on (an incomplete part resumed later keeps the rows whose key it plans again), and a
