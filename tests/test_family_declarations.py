@@ -198,3 +198,25 @@ def test_jaxsoc_train_takes_the_network_from_the_env_family():
 
     assert learn.ALGORITHMS[:4] == ("ppo", "a2c", "bc", "il-interactive")
     assert {"bib-atc", "watch", "hybrid", "hrl", "chaic-bm"} <= set(learn.ALGORITHMS)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "network"),
+    [("CHAIC-Normal-Helper-v0", "chaic"), ("EXCALIBUR-QA-v0", "excalibur"), ("BabyAI-GoToLocal-v0", "babyai")],
+)
+def test_jaxsoc_train_ppo_builds_the_config_with_the_family_network(env_id, network, monkeypatch, capsys):
+    from jaxsoc.cli import main
+    from jaxsoc.learners import rl_run
+
+    seen = []
+
+    def stop(config, *args, **kwargs):
+        seen.append(config)
+        raise ValueError("stopped before training")
+
+    monkeypatch.setattr(rl_run, "train_rl", stop)
+    assert main(["train", "ppo", "--env", env_id, "--out", "unused", "--preset", "tiny"]) == 2
+    assert "stopped before training" in capsys.readouterr().err
+    assert seen[0].env_id == env_id and seen[0].network == network
+    assert main(["train", "ppo", "--env", env_id, "--out", "unused", "--set", "network=grid"]) == 2
+    assert seen[1].network == "grid"  # --set still overrides the family's network
