@@ -609,6 +609,7 @@ MODULE_SECONDS = {
     "tests/test_gridworld_generation.py": 30,
     "tests/test_learners_networks.py": 30,
     "tests/test_no_dynamic_loops.py": 30,
+    "tests/test_adapter_gymnax.py": 30,  # 27 s of CPU alone on 2026-12 (a rejax PPO and EXCALIBUR's small bank)
     "tests/test_bib_networks.py": 29,
     "tests/test_household_hrl.py": 50,
     "tests/test_household_solver.py": 29,
