@@ -20,6 +20,13 @@ from jaxsoc.core.pooled import reset_where, select_reset
 Obs = Any
 Info = dict[str, Any]
 
+#: the public calls in gymnax's argument order, for messages
+_CALLS = {"reset": "env.reset(key, params)", "step": "env.step(key, state, action, params)"}
+_DEFAULT_CALLS = {
+    "reset": "env.reset(key, env.default_params())",
+    "step": "env.step(key, state, action, env.default_params())",
+}
+
 
 def _is_traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
@@ -104,8 +111,8 @@ class Environment(abc.ABC):
     # -- the contract --------------------------------------------------------------------------
     def reset(self, key: jax.Array, params: Any = None) -> tuple[Obs, Any]:
         """Returns ``(obs, state)`` of a new episode. Jittable and vmappable over ``key``."""
-        params = self.default_params() if params is None else params
-        self._check_key(key)
+        self._check_key(key, "reset")
+        params = self._check_params(params, "reset")
         return self._reset_jit(key, params)
 
     def step(self, key: jax.Array, state: Any, action: Any, params: Any = None):
@@ -114,8 +121,8 @@ class Environment(abc.ABC):
         ``action`` must be an integer scalar (vmap for batches). Outside ``jit`` a value outside the
         action space raises ``ValueError``; inside ``jit`` it cannot be checked and acts as a no-op.
         """
-        params = self.default_params() if params is None else params
-        self._check_key(key)
+        self._check_key(key, "step")
+        params = self._check_params(params, "step")
         self.check_action(action, params)
         return self._step_jit(key, state, action, params)
 
@@ -124,16 +131,43 @@ class Environment(abc.ABC):
         are only checked when concrete (outside ``jit``)."""
         check_discrete_action(self.name, "action", action, self.action_space(params))
 
-    def _check_key(self, key: jax.Array) -> None:
+    def _check_key(self, key: jax.Array, call: str = "reset") -> None:
+        """Raises ``TypeError`` for a first argument of ``call`` (``"reset"``/``"step"``) that is no array (params
+        first, xminigrid's order) and ``ValueError`` for an array that is not one PRNG key."""
         if _is_traced(key):
             return
-        key = jnp.asarray(key)
+        given = key
+        try:
+            key = jnp.asarray(key)
+        except TypeError:
+            key = None
+        if key is None:
+            raise TypeError(
+                f"{self.name}: the first argument of {call} must be a PRNG key, got {type(given).__name__}. jaxsoc "
+                f"follows gymnax's argument order, {_CALLS[call]}; xminigrid's env.reset(params, key) and "
+                f"env.step(params, timestep, action) put params first"
+            )
         typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
         if not (typed and key.shape == ()) and not (key.dtype == jnp.uint32 and key.shape == (2,)):
             raise ValueError(
                 f"{self.name}: expected one PRNG key (jax.random.key(seed) or PRNGKey(seed)), got "
                 f"dtype {key.dtype} shape {key.shape}; use jax.vmap for a batch of keys"
             )
+
+    def _check_params(self, params: Any, call: str) -> Any:
+        """Returns ``params``, or the default params when None. Raises ``TypeError`` for the method
+        ``default_params`` itself (gymnax's property habit) or any other callable given as params."""
+        if params is None:
+            return self.default_params()
+        if callable(params) and not hasattr(params, "__dataclass_fields__"):
+            if getattr(params, "__name__", None) == "default_params":
+                raise TypeError(
+                    f"{self.name}: params is the method default_params itself, not the params: call it, "
+                    f"{_DEFAULT_CALLS[call]}. jaxsoc's default_params is a method; gymnax's is a property, as in "
+                    f"the gymnax adapter (jaxsoc.core.adapters.gymnax.GymnaxEnv(...).default_params)"
+                )
+            raise TypeError(f"{self.name}: params must be this env's params pytree, got the callable {params!r}")
+        return params
 
     def _auto_reset_step(self, key, state, action, params, where=None):
         """``step`` without the checks; ``where(done, key, params, (obs, state))`` (default: this env's, see
