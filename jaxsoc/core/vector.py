@@ -1,13 +1,16 @@
 """``GymnasiumVectorEnv``: a gymnasium ``VectorEnv`` over a jaxsoc environment, for numpy users.
 
-All worlds are stepped by one jitted ``vmap`` of the env's ``step`` (same-step auto-reset); observations,
-rewards and flags come back as numpy arrays with a leading ``num_envs`` axis.
+All worlds are stepped by one jitted ``vmap`` of the env's ``step``; observations, rewards and flags come back as
+numpy arrays with a leading ``num_envs`` axis. Auto-reset is gymnasium's ``NEXT_STEP`` by default (the mode of
+``gymnasium.make_vec`` and minigrid, which gymnasium's vector observation wrappers need) or ``SAME_STEP``.
+The single-world ``gymnasium.Env`` is ``jaxsoc.core.adapters.gymnasium.GymnasiumEnv``.
 
 gymnasium is an optional dependency, imported by this module only: ``pip install 'jaxsoc[gymnasium]'``.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import numbers
 from typing import Any
@@ -16,39 +19,30 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsoc.core import spaces
-
 try:
     import gymnasium
-    from gymnasium.vector import AutoresetMode, VectorEnv
+    from gymnasium.vector import VectorEnv
     from gymnasium.vector.utils import batch_space
 except ImportError as error:  # pragma: no cover - exercised only without gymnasium
     raise ImportError(
         "jaxsoc.core.vector needs gymnasium (an optional dependency): pip install 'jaxsoc[gymnasium]'"
     ) from error
 
-__all__ = ["GymnasiumVectorEnv", "to_gymnasium_space"]
+try:
+    from gymnasium.vector import AutoresetMode
+except ImportError:  # gymnasium 1.0, whose vector envs and wrappers all work next-step (the enum came with 1.1)
+
+    class AutoresetMode(enum.Enum):
+        """gymnasium 1.1's ``gymnasium.vector.AutoresetMode``, for gymnasium 1.0."""
+
+        NEXT_STEP = "NextStep"
+        SAME_STEP = "SameStep"
+        DISABLED = "Disabled"
 
 
-def to_gymnasium_space(space: Any) -> gymnasium.Space:
-    """Returns the gymnasium space equal to a jaxsoc ``Discrete``, ``Box`` or ``Dict`` (same dtypes,
-    shapes and bounds; ``Dict`` sub-spaces converted recursively).
+from jaxsoc.core.adapters.gymnasium import to_gymnasium_space
 
-    Raises:
-        TypeError: ``space`` is none of those.
-    """
-    if isinstance(space, spaces.Discrete):
-        if space.shape != ():
-            raise TypeError(f"only scalar Discrete spaces have a gymnasium equivalent, got shape {space.shape}")
-        return gymnasium.spaces.Discrete(int(space.n), dtype=np.dtype(space.dtype))
-    if isinstance(space, spaces.Box):
-        dtype = np.dtype(space.dtype)
-        low = np.broadcast_to(np.asarray(space.low), space.shape).astype(dtype)
-        high = np.broadcast_to(np.asarray(space.high), space.shape).astype(dtype)
-        return gymnasium.spaces.Box(low, high, tuple(space.shape), dtype)
-    if isinstance(space, spaces.Dict):
-        return gymnasium.spaces.Dict({name: to_gymnasium_space(sub) for name, sub in space.spaces.items()})
-    raise TypeError(f"no gymnasium equivalent for {space!r}")
+__all__ = ["AutoresetMode", "GymnasiumVectorEnv", "to_gymnasium_space"]
 
 
 def _check_seed(seed: Any, what: str) -> int:
@@ -67,6 +61,8 @@ class GymnasiumVectorEnv(VectorEnv):
         num_envs: number of worlds ``N >= 1``.
         params: the env params; with a name, they replace the made params (``overrides`` then not allowed).
         seed: seed (in ``[0, 2**32)``) of the key streams until a ``reset(seed=...)``; None draws one at random.
+        autoreset_mode: ``AutoresetMode.NEXT_STEP`` (default) or ``AutoresetMode.SAME_STEP`` (or their values,
+            ``"NextStep"``, ``"SameStep"``); see below.
         **overrides: fields of the default params, e.g. ``max_steps=50`` (only with a name).
 
     Random keys: each world has a key stream. The constructor's ``seed`` and ``reset(seed=s)`` set world
@@ -75,19 +71,36 @@ class GymnasiumVectorEnv(VectorEnv):
     each world's key as ``stream, key = jax.random.split(stream)``, so a run is reproducible from the seed
     and equals a direct ``jax.vmap`` of ``env.reset``/``env.step`` with those keys.
 
-    Auto-reset (``metadata["autoreset_mode"] == AutoresetMode.SAME_STEP``): a world whose episode ends in
-    ``step`` is reset within that step and returns the new episode's first observation. Then
-    ``infos["_final_obs"]`` (``bool[N]``) is True for it and ``infos["final_obs"]`` (``object[N]``, None
-    elsewhere) holds its last observation (a dict of numpy arrays without the batch axis), and
-    ``infos["final_info"]`` / ``infos["_final_info"]`` hold that step's info the same way, as gymnasium's
-    ``SyncVectorEnv`` reports them. ``infos["success"]`` (``bool[N]``) and ``infos["episode_steps"]``
-    (``int32[N]``, the step count of the step just taken) describe every world's last step, each with an
-    all-True ``_key`` mask.
+    Auto-reset (``autoreset_mode``, also ``metadata["autoreset_mode"]``), as gymnasium's ``SyncVectorEnv`` does it:
+
+    - ``AutoresetMode.NEXT_STEP`` (the default, gymnasium's and minigrid's): the step that ends a world's episode
+      returns its last observation with ``terminated``/``truncated``; the world's next ``step`` ignores its action
+      and returns the new episode's first observation with reward 0, both flags False, and its ``infos`` masks
+      False. The values are those of ``SAME_STEP`` shifted: the new episode's first observation comes one call
+      later, in a step of its own that draws no key (the world's key stream advances only when it really steps).
+    - ``AutoresetMode.SAME_STEP``: a world whose episode ends in ``step`` is reset within that step and returns
+      the new episode's first observation. Then ``infos["_final_obs"]`` (``bool[N]``) is True for it and
+      ``infos["final_obs"]`` (``object[N]``, None elsewhere) holds its last observation (a dict of numpy arrays
+      without the batch axis), and ``infos["final_info"]`` / ``infos["_final_info"]`` hold that step's info the
+      same way.
+
+    ``infos["success"]`` (``bool[N]``) and ``infos["episode_steps"]`` (``int32[N]``, the step count of the step
+    just taken) describe every world's last step, each with a ``_key`` mask (all True, except for the worlds in
+    a ``NEXT_STEP`` reset step). gymnasium's vector observation wrappers (``FlattenObservation``,
+    ``FilterObservation``, ``TransformObservation``) need ``NEXT_STEP``; ``RecordEpisodeStatistics`` takes both.
     """
 
-    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["rgb_array"]}
 
-    def __init__(self, env: Any, num_envs: int, params: Any = None, seed: int | None = None, **overrides: Any) -> None:
+    def __init__(
+        self,
+        env: Any,
+        num_envs: int,
+        params: Any = None,
+        seed: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        **overrides: Any,
+    ) -> None:
         if isinstance(env, str):
             from jaxsoc.core.registry import make  # filled by jaxsoc.envs, imported with the jaxsoc package
 
@@ -103,7 +116,8 @@ class GymnasiumVectorEnv(VectorEnv):
         self.params = env.default_params() if params is None else params
         self.num_envs = int(num_envs)
         self.render_mode = "rgb_array"
-        self.metadata = dict(type(self).metadata)
+        self.autoreset_mode = _autoreset_mode(autoreset_mode)
+        self.metadata = dict(type(self).metadata, autoreset_mode=self.autoreset_mode)
 
         self.single_observation_space = to_gymnasium_space(env.observation_space(self.params))
         self.single_action_space = to_gymnasium_space(env.action_space(self.params))
@@ -115,7 +129,9 @@ class GymnasiumVectorEnv(VectorEnv):
         seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0]) if seed is None else seed
         self._streams = jax.random.split(jax.random.key(_check_seed(seed, "seed")), self.num_envs)
         self._state = None
-        self._obs = None
+        self._obs = None  # the observation of ``_state``: under NEXT_STEP a new episode's first one until shown
+        self._shown = None  # world 0's state as the last call showed it (``render``)
+        self._autoreset = np.zeros(self.num_envs, np.bool_)  # NEXT_STEP: the worlds whose next step is a reset
 
     # -- gymnasium API -----------------------------------------------------------------------------
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None):
@@ -154,17 +170,21 @@ class GymnasiumVectorEnv(VectorEnv):
             super().reset(seed=int(seed))
         if mask is None:
             self._streams, self._obs, self._state = _reset_worlds(self.env, self._streams, self.params)
+            self._autoreset[:] = False
+            self._shown = None
         else:
             # a full batched reset (compiled once) and a per-world selection: partial resets are rare here
             streams, obs, state = _reset_worlds(self.env, self._streams, self.params)
             self._streams, self._obs, self._state = _select_worlds(
                 mask, (streams, obs, state), (self._streams, self._obs, self._state)
             )
+            self._autoreset[mask] = False
+            self._shown = None if mask[0] else self._shown
         obs = self._obs
         return _to_numpy(obs), {}
 
     def step(self, actions: Any):
-        """Steps every world with its action; finished worlds reset in the same step (see the class doc).
+        """Steps every world with its action; ended episodes restart as ``autoreset_mode`` says (class doc).
 
         Args:
             actions: integer array-like ``[N]`` with values in ``[0, n)`` (``single_action_space.n``).
@@ -182,6 +202,8 @@ class GymnasiumVectorEnv(VectorEnv):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
         actions = self._check_actions(actions)
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            return self._step_next(actions)
         self._streams, self._state, out = _step_worlds(self.env, self._streams, self._state, actions, self.params)
         self._obs = out[0]
         obs, reward, terminated, truncated, info = _to_numpy(out)
@@ -196,8 +218,20 @@ class GymnasiumVectorEnv(VectorEnv):
             infos["final_info"], infos["_final_info"] = _vector_info(info, done), done.copy()
         return obs, reward, terminated, truncated, infos
 
+    def _step_next(self, actions: np.ndarray):
+        """``step`` under ``NEXT_STEP``: the worlds marked in ``_autoreset`` show the new episode's first
+        observation (computed by the last step's auto-reset) and keep their state and key stream."""
+        resetting = self._autoreset.copy()
+        self._streams, self._state, self._obs, self._shown, out = _step_worlds_next(
+            self.env, self._streams, self._state, self._obs, resetting, actions, self.params
+        )
+        obs, reward, terminated, truncated, info = _to_numpy(out)
+        self._autoreset = terminated | truncated
+        return obs, reward, terminated, truncated, _vector_info(info, ~resetting)
+
     def render(self) -> np.ndarray | None:
-        """Returns the first world's RGB frame ``uint8[h, w, 3]`` (``env.render`` of its state).
+        """Returns the first world's RGB frame ``uint8[h, w, 3]``: ``env.render`` of its state as the last call
+        showed it (under ``NEXT_STEP``, the last state of an episode that just ended).
 
         Raises:
             RuntimeError: ``reset`` was not called first.
@@ -206,13 +240,14 @@ class GymnasiumVectorEnv(VectorEnv):
         self._check_open()
         if self._state is None:
             raise RuntimeError("call reset() before render()")
-        first = jax.tree_util.tree_map(lambda x: x[0], self._state)
+        first = self._shown if self._shown is not None else jax.tree_util.tree_map(lambda x: x[0], self._state)
         return np.asarray(self.env.render(first, self.params))
 
     def close_extras(self, **kwargs: Any) -> None:
         """Drops the device state; ``close()`` (gymnasium's) calls this once and marks the env closed."""
         self._state = None
         self._obs = None
+        self._shown = None
 
     # -- helpers -----------------------------------------------------------------------------------
     def _check_open(self) -> None:
@@ -237,7 +272,23 @@ class GymnasiumVectorEnv(VectorEnv):
         return array.astype(np.int32)
 
     def __repr__(self) -> str:
-        return f"GymnasiumVectorEnv({self.env.name}, num_envs={self.num_envs})"
+        mode = self.autoreset_mode.name
+        return f"GymnasiumVectorEnv({self.env.name}, num_envs={self.num_envs}, autoreset_mode={mode})"
+
+
+def _autoreset_mode(mode: Any) -> AutoresetMode:
+    """Returns ``mode`` (an ``AutoresetMode`` or its value) as an ``AutoresetMode``; raises ``ValueError`` for
+    ``DISABLED`` (a jaxsoc step always resets) or an unknown value."""
+    try:
+        mode = mode if isinstance(mode, AutoresetMode) else AutoresetMode(mode)
+    except ValueError:
+        mode = None
+    if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
+        raise ValueError(
+            "autoreset_mode must be AutoresetMode.NEXT_STEP or AutoresetMode.SAME_STEP (or their values 'NextStep', "
+            f"'SameStep'), got {mode!r}"
+        )
+    return mode
 
 
 # The jitted cores take the env as a static argument, so every adapter over the same env instance (``make``
@@ -256,16 +307,45 @@ def _select_worlds(mask, new, old):
     return jax.tree_util.tree_map(functools.partial(_where_batch, mask), new, old)
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _step_worlds(env, streams, state, actions, params):
-    """Returns ``(streams, state, (obs, reward float32[N], terminated, truncated, info))`` of one batched
-    ``env.step``; ``info["final_state"]`` is dropped so that it stays on the device."""
+def _step_batch(env, streams, state, actions, params):
+    """Returns ``(streams, state, final_state, (obs, reward float32[N], terminated, truncated, info))`` of one
+    batched ``env.step`` (same-step auto-reset), ``final_state`` taken out of ``info``."""
     streams, keys = _split_streams(streams)
     obs, state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
         keys, state, actions, params
     )
-    info = {k: v for k, v in info.items() if k != "final_state"}
-    return streams, state, (obs, reward.astype(jnp.float32), terminated, truncated, info)
+    info = dict(info)
+    final_state = info.pop("final_state")
+    return streams, state, final_state, (obs, reward.astype(jnp.float32), terminated, truncated, info)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _step_worlds(env, streams, state, actions, params):
+    """Returns ``(streams, state, (obs, reward float32[N], terminated, truncated, info))`` of one batched
+    ``env.step``; ``info["final_state"]`` is dropped so that it stays on the device."""
+    streams, state, _, out = _step_batch(env, streams, state, actions, params)
+    return streams, state, out
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _step_worlds_next(env, streams, state, obs, resetting, actions, params):
+    """Returns ``(streams, state, next_obs, shown, (obs, reward, terminated, truncated, info))`` of a ``NEXT_STEP``
+    step: the worlds where ``resetting`` (``bool[N]``) keep ``streams``, ``state`` and show ``obs`` (their new
+    episode's first observation) with reward 0 and False flags; the others take the batched ``env.step`` and show
+    its ``final_observation``. ``next_obs`` is the observation of the returned ``state``; ``shown`` is world 0's
+    state as shown (its pre-reset state when it stepped), for ``render``."""
+    new_streams, new_state, final_state, (new_obs, reward, terminated, truncated, info) = _step_batch(
+        env, streams, state, actions, params
+    )
+    final_obs = info.pop("final_observation")
+
+    def keep(old, new):
+        return jax.tree_util.tree_map(functools.partial(_where_batch, resetting), old, new)
+
+    shown = jax.tree_util.tree_map(lambda old, last: jnp.where(resetting[0], old[0], last[0]), state, final_state)
+    stepped = ~resetting
+    out = (keep(obs, final_obs), jnp.where(resetting, 0.0, reward), terminated & stepped, truncated & stepped, info)
+    return keep(streams, new_streams), keep(state, new_state), keep(obs, new_obs), shown, out
 
 
 def _split_streams(streams: jax.Array) -> tuple[jax.Array, jax.Array]:
