@@ -586,6 +586,7 @@ SHARED_SCOPES = {
 #: result
 MODULE_SECONDS = {
     "tests/test_bib_tasks.py": 100,
+    "tests/test_adapter_gymnasium.py": 50,  # CPU seconds measured alone on 2026-12-07 (CHAIC's helper view: 25)
     "tests/test_contract_every_id.py": 70,  # measured alone on 2026-12-07, the machine shared
     "tests/test_chaic_agents.py": 74,
     "tests/test_ppo.py": 72,
@@ -646,6 +647,7 @@ MODULE_SECONDS = {
     "tests/test_household_hybrid.py": 11,
     "tests/test_bib_throughput.py": 10,
     "tests/test_cli.py": 10,
+    "tests/test_vector.py": 13,  # CPU seconds measured alone on 2026-12-07
 }
 
 
