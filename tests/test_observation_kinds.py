@@ -298,6 +298,6 @@ def test_views_are_small_programs():
         for kind in KINDS[1:]:
             view = env.with_observation(kind)
             stats = jaxpr_stats(jax.make_jaxpr(view.observe)(state, params))
-            limit = 200 if kind in views.PIXEL_KINDS else 30  # measured: 166 (rgb), 110, 19, 7
+            limit = 200 if kind in views.PIXEL_KINDS else 30  # measured: 166 (rgb), 110, 19 (full), 23
             assert stats["eqns"] - base["eqns"] <= limit, (name, kind, base["eqns"], stats["eqns"])
             assert stats["serial_iterations"] == base["serial_iterations"], (name, kind)  # no loops added
