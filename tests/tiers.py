@@ -610,6 +610,7 @@ MODULE_SECONDS = {
     "tests/test_gridworld_generation.py": 30,
     "tests/test_learners_networks.py": 30,
     "tests/test_no_dynamic_loops.py": 30,
+    "tests/test_observation_kinds.py": 25,  # 23 s of CPU alone on 2026-12 (56 s wall on the shared machine)
     "tests/test_adapter_gymnax.py": 30,  # 27 s of CPU alone on 2026-12 (a rejax PPO and EXCALIBUR's small bank)
     "tests/test_bib_networks.py": 29,
     "tests/test_household_hrl.py": 50,
