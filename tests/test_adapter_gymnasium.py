@@ -23,6 +23,7 @@ import jaxsoc
 from jaxsoc.core.adapters import gymnasium as adapter
 from jaxsoc.core.adapters.gymnasium import GymnasiumEnv, register_gymnasium_ids
 from jaxsoc.core.registry import register, unregister
+from jaxsoc.core.wrappers import LogWrapper, Wrapper
 from jaxsoc.envs.babyai import language
 from jaxsoc.envs.babyai.compat import from_minigrid
 from jaxsoc.envs.babyai.env import BabyAIEnvironment, observe_babyai
@@ -181,6 +182,32 @@ def test_text_mission_equals_minigrid(name):
     # a grid task whose jaxsoc observation has no mission gets minigrid's
     reference = gymnasium.make("MiniGrid-Empty-5x5-v0").reset(seed=0)[0]["mission"]
     assert GymnasiumEnv("MiniGrid-Empty-5x5-v0").reset(seed=0)[0]["mission"] == reference
+
+
+class Dimmed(Wrapper):
+    """An observation wrapper that keeps the inner env's states (as the grid families' observation views do)."""
+
+    def reset_env(self, key, params):
+        obs, state = self._env.reset_env(key, params)
+        return dict(obs, image=obs["image"] // 2), state
+
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, truncated, info = self._env.step_env(key, state, action, params)
+        return dict(obs, image=obs["image"] // 2), state, reward, terminated, truncated, info
+
+
+def test_text_mission_through_wrappers():
+    """A wrapper that keeps the inner states keeps the text mission; LogWrapper (states of its own) gets tokens."""
+    env, params = jaxsoc.make("MiniGrid-Fetch-5x5-N2-v0")
+    plain = GymnasiumEnv(env).reset(seed=2)[0]
+    dimmed = GymnasiumEnv(Dimmed(env))
+    obs, _ = dimmed.reset(seed=2)
+    assert dimmed.mission == "text" and obs["mission"] == plain["mission"]
+    np.testing.assert_array_equal(obs["image"], plain["image"] // 2)
+    logged = GymnasiumEnv(LogWrapper(env))
+    assert logged.mission == "tokens" and isinstance(logged.observation_space["mission"], gymnasium.spaces.Box)
+    with pytest.raises(ValueError, match="no text mission"):
+        GymnasiumEnv(LogWrapper(env), mission="text")
 
 
 def test_seeds_render_and_input_checks():

@@ -129,9 +129,10 @@ class GymnasiumEnv(gymnasium.Env):
         params: the env params; with an id they replace the made params (``overrides`` then not allowed).
         render_mode: None or ``"rgb_array"`` (``render()`` returns ``uint8[h, w, 3]``).
         mission: ``"text"``, ``"tokens"`` or None (the default: ``"text"`` for an env with ``mission_text``, the
-            grid and BabyAI envs, ``"tokens"`` otherwise). ``"text"`` gives ``obs["mission"]`` as minigrid does, a
-            ``str`` in a ``gymnasium.spaces.Text`` space, also for the grid tasks whose jaxsoc observation has no
-            mission; ``"tokens"`` keeps jaxsoc's observation unchanged (BabyAI: ``int32[72]`` word ids).
+            grid and BabyAI envs and their observation views, ``"tokens"`` otherwise). ``"text"`` gives
+            ``obs["mission"]`` as minigrid does, a ``str`` in a ``gymnasium.spaces.Text`` space, also for the grid
+            tasks whose jaxsoc observation has no mission; ``"tokens"`` keeps jaxsoc's observation unchanged
+            (BabyAI: ``int32[72]`` word ids).
         init_kwargs: constructor arguments of the env (only with an id; e.g. CHAIC's options view).
         **overrides: keywords of ``jaxsoc.make`` (only with an id): fields of the default params, e.g.
             ``max_steps=50``, and make's own keywords.
@@ -342,7 +343,7 @@ def _to_space(space: gymnasium.Space, value: Any) -> Any:
 
 
 def _mission_mode(env: Environment, mission: str | None) -> str:
-    has_text = callable(getattr(type(env), "mission_text", None))  # not through a wrapper's forwarding
+    has_text = _reads_mission_text(env)
     if mission is None:
         return "text" if has_text else "tokens"
     if mission not in ("text", "tokens"):
@@ -350,6 +351,22 @@ def _mission_mode(env: Environment, mission: str | None) -> str:
     if mission == "text" and not has_text:
         raise ValueError(f"{env.name} has no text mission (no mission_text method); use mission='tokens'")
     return mission
+
+
+@functools.cache
+def _reads_mission_text(env: Environment) -> bool:
+    """True when ``env.mission_text`` reads ``env``'s own states: its class defines it, or ``env`` is a wrapper
+    whose states are those of its innermost env, which defines it (an observation view; not ``LogWrapper``, whose
+    state wraps the inner one). Tells the two apart by tracing both resets once per env (no compiling)."""
+    if callable(getattr(type(env), "mission_text", None)):
+        return True
+    inner = getattr(env, "unwrapped", env)
+    if inner is env or not callable(getattr(type(inner), "mission_text", None)):
+        return False
+    key, params = jax.random.key(0), env.default_params()
+    outer = jax.eval_shape(env.reset_env, key, params)[1]
+    own = jax.eval_shape(inner.reset_env, key, params)[1]
+    return jax.tree_util.tree_structure(outer) == jax.tree_util.tree_structure(own)
 
 
 def _not_single_agent(name: str | None, env: Any) -> str:
