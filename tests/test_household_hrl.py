@@ -21,15 +21,18 @@ from jaxsoc.envs.household import apartments as A
 from jaxsoc.envs.household import classes as C
 from jaxsoc.envs.household import env as E
 from jaxsoc.envs.household import predicates as PR
+from jaxsoc.envs.household import subgoal_env as SE
+from jaxsoc.envs.household import subgoal_teachers as ST
 from jaxsoc.envs.household import tasks as T
 from jaxsoc.envs.household import world as W
 from jaxsoc.envs.household.agents import evaluate as EV
 from jaxsoc.learners import ppo
 from jaxsoc.learners.checkpoint import restore_raw
-from jaxsoc.learners.household import hrl
+from jaxsoc.learners.household import hrl, hrl_config, hrl_eval, hrl_imitation, hrl_run, hrl_train
+from jaxsoc.learners.networks import household as NH
 from jaxsoc.learners.networks import registry
 
-TINY = hrl.LowLevelPolicy(hrl.PRESETS["tiny"])
+TINY = NH.LowLevelPolicy(NH.LOW_PRESETS["tiny"])
 NOOP = W.encode_action("noop", 0)
 
 
@@ -43,12 +46,12 @@ def bank() -> T.TaskSet:
     return T.TaskSet(states=states, activities=acts.astype(np.int8), split="toy", seed=0)
 
 
-START = jax.jit(hrl.SubgoalEnv().start, static_argnums=2)  # (world, pred, phase) -> (obs, state)
+START = jax.jit(SE.SubgoalEnv().start, static_argnums=2)  # (world, pred, phase) -> (obs, state)
 
 
 def first_subgoal(world) -> int:
     """Returns the first ON / INSIDE predicate of ``world``'s goal."""
-    return int(np.argmax((np.asarray(world.goal_count) > 0) & hrl.SUBGOAL_KINDS))
+    return int(np.argmax((np.asarray(world.goal_count) > 0) & SE.SUBGOAL_KINDS))
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +71,9 @@ def test_joint_log_probs_are_normalised_and_invisible_nodes_impossible(low):
     visible = np.asarray(obs["visible"])
     assert (per_target[~visible] == 0.0).all() and (per_target[visible] > 0).all()
     # the env's observations fit the registered network; the helper env's (no subgoal) do not
-    registry.build("household-low", hrl.PRESETS["tiny"], hrl.observation_space())
+    registry.build("household-low", NH.LOW_PRESETS["tiny"], SE.observation_space())
     with pytest.raises(ValueError, match="subgoal"):
-        registry.build("household-low", hrl.PRESETS["tiny"], E.observation_space())
+        registry.build("household-low", NH.LOW_PRESETS["tiny"], E.observation_space())
 
 
 def test_masked_actions_are_never_sampled(low):
@@ -93,10 +96,10 @@ def test_masked_actions_are_never_sampled(low):
 def step(bank):
     """``step(state, action, max_steps=250, reward="paper", gamma=0.99) -> (reward, terminated, truncated,
     info, state)``, jitted once per reward."""
-    env = hrl.SubgoalEnv()
-    params = hrl.SubgoalParams(E.HouseholdParams(tasks=bank.states))
+    env = SE.SubgoalEnv()
+    params = SE.SubgoalParams(E.HouseholdParams(tasks=bank.states))
     runs = {
-        r: jax.jit(lambda s, a, p, r=r: env.step_env(jax.random.key(0), s, a, p.replace(reward=r))) for r in hrl.REWARDS
+        r: jax.jit(lambda s, a, p, r=r: env.step_env(jax.random.key(0), s, a, p.replace(reward=r))) for r in SE.REWARDS
     }
 
     def call(state, action, max_steps=250, reward="paper", gamma=0.99):
@@ -112,18 +115,18 @@ def test_subgoal_rewards_and_termination_per_phase(bank, step):
     pred = first_subgoal(world)
     name, table = PR.PREDICATES[pred][2], int(world.goal_target[pred])
     glass = next(o for o in objects_of(world, name) if int(world.nodes.parent[o]) != table)
-    for phase in hrl.PHASES:
+    for phase in SE.PHASES:
         _, state = START(stand_at(world, 1, glass), pred, phase)
         reward, terminated, truncated, _, _ = step(state, NOOP)  # close to a glass: the bonus only
-        assert np.isclose(reward, hrl.CLOSE_BONUS) and not terminated and not truncated
+        assert np.isclose(reward, SE.CLOSE_BONUS) and not terminated and not truncated
         reward, terminated, _, info, held = step(state, W.encode_action("grab", glass))
         assert info["grabbed"] and not info["placed"]  # +10 and the end of phase "grab" only
-        assert np.isclose(reward, hrl.CLOSE_BONUS + hrl.EVENT_REWARD * (phase == "grab"))
+        assert np.isclose(reward, SE.CLOSE_BONUS + SE.EVENT_REWARD * (phase == "grab"))
         assert terminated == (phase == "grab")
         at_table = held.replace(world=stand_at(held.world, 1, table))
         reward, terminated, _, info, _ = step(at_table, W.encode_action("putback_rh", table))
         assert info["placed"] and not info["grabbed"]  # +10 and the end of phase "put" only
-        assert np.isclose(reward, hrl.CLOSE_BONUS + hrl.EVENT_REWARD * (phase == "put"))
+        assert np.isclose(reward, SE.CLOSE_BONUS + SE.EVENT_REWARD * (phase == "put"))
         assert terminated == (phase == "put")
     # far from every glass and from the table: nothing
     _, far = START(stand_at(world, 1, first(world, "bathroom")), pred, "grab")
@@ -134,7 +137,7 @@ def test_subgoal_rewards_and_termination_per_phase(bank, step):
     # a glass already on the table is not one to grab: no reward beyond the bonus, no end
     _, on_table = START(stand_at(place(world, glass, table, C.ON_TOP), 1, table), pred, "grab")
     reward, terminated, _, info, _ = step(on_table, W.encode_action("grab", glass))
-    assert np.isclose(reward, hrl.CLOSE_BONUS) and not terminated and not info["grabbed"]
+    assert np.isclose(reward, SE.CLOSE_BONUS) and not terminated and not info["grabbed"]
 
 
 def test_shaping_pays_for_carrying_towards_the_goal_never_for_holding(bank, step):
@@ -151,23 +154,23 @@ def test_shaping_pays_for_carrying_towards_the_goal_never_for_holding(bank, step
     for _ in range(3):  # holding still: nothing, step after step (the paper's bonus pays for it)
         reward, _, _, _, held = shaped(held, NOOP)
         assert reward == pytest.approx(0.0, abs=1e-5)
-    assert step(held, NOOP)[0] == pytest.approx(hrl.CLOSE_BONUS)
+    assert step(held, NOOP)[0] == pytest.approx(SE.CLOSE_BONUS)
     # carrying the glass a step towards the table pays; carrying it back costs as much
     towards, _, _, _, moved = shaped(held, W.encode_action("walk", table))
-    gained = hrl.potential(moved.world, pred, 1) - hrl.potential(held.world, pred, 1)
+    gained = SE.potential(moved.world, pred, 1) - SE.potential(held.world, pred, 1)
     assert towards > 0.05 and towards == pytest.approx(float(gained), abs=1e-4)
     back = shaped(moved, W.encode_action("walk", shelf))[0]
     assert back == pytest.approx(-towards, abs=1e-4)
     # with the training discount, standing still pays at most (1 - gamma) of the potential's size
-    assert 0.0 <= step(held, NOOP, reward="shaped")[0] <= 0.01 * -float(hrl.potential(held.world, pred, 1)) + 1e-6
+    assert 0.0 <= step(held, NOOP, reward="shaped")[0] <= 0.01 * -float(SE.potential(held.world, pred, 1)) + 1e-6
     # phase "grab": walking from the bathroom towards the glass's furniture pays
     _, far = START(stand_at(world, 1, first(world, "bathroom")), pred, "grab")
     assert shaped(far, W.encode_action("walk", shelf))[0] > 0.0
 
 
 def test_the_regression_planner_finishes_every_subgoal(bank):
-    env = hrl.SubgoalEnv()
-    params = hrl.SubgoalParams(E.HouseholdParams(tasks=bank.states), max_steps=50, phase="put")
+    env = SE.SubgoalEnv()
+    params = SE.SubgoalParams(E.HouseholdParams(tasks=bank.states), max_steps=50, phase="put")
     n = 16
 
     @jax.jit
@@ -176,7 +179,7 @@ def test_the_regression_planner_finishes_every_subgoal(bank):
 
         def body(carry, k):
             states, ended = carry
-            action = jax.vmap(hrl.expert_action)(states)
+            action = jax.vmap(ST.expert_action)(states)
             _, new, _, terminated, truncated, info = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))(
                 jax.random.split(k, n), states, action, params
             )
@@ -212,9 +215,9 @@ def _hide_elsewhere(world):
 
 
 def test_the_belief_teacher_reads_only_what_bob_knows_and_finishes_subgoals(bank):
-    env = hrl.SubgoalEnv()
-    params = hrl.SubgoalParams(E.HouseholdParams(tasks=bank.states), max_steps=50, phase="put")
-    teachers = jax.jit(lambda s: (hrl.belief_action(s), hrl.expert_action(s)))
+    env = SE.SubgoalEnv()
+    params = SE.SubgoalParams(E.HouseholdParams(tasks=bank.states), max_steps=50, phase="put")
+    teachers = jax.jit(lambda s: (ST.belief_action(s), ST.expert_action(s)))
     # where the objects Bob cannot see lie changes the privileged planner's first action, never the belief
     # teacher's
     differs = 0
@@ -236,7 +239,7 @@ def test_the_belief_teacher_reads_only_what_bob_knows_and_finishes_subgoals(bank
 
         def body(carry, k):
             obs, states, ended = carry
-            action = jax.vmap(hrl.belief_action)(states)
+            action = jax.vmap(ST.belief_action)(states)
             node = action % W.NUM_NODES
             choosable = obs["visible"][jnp.arange(n), node] | (node == 0) | (node == obs["subgoal_target"])
             new_obs, new, _, terminated, truncated, info = jax.vmap(env.step_env, in_axes=(0, 0, 0, None))(
@@ -263,7 +266,7 @@ def test_the_belief_teacher_reads_only_what_bob_knows_and_finishes_subgoals(bank
 
 def test_the_belief_network_may_walk_to_the_destination_out_of_sight_and_reads_the_rooms_visited(low):
     _, obs, _ = low
-    policy = hrl.LowLevelPolicy(hrl.PRESETS["tiny-belief"])
+    policy = NH.LowLevelPolicy(NH.LOW_PRESETS["tiny-belief"])
     target = np.asarray(obs["subgoal_target"]).astype(int)
     hidden = {**obs, "visible": obs["visible"].at[jnp.arange(4), target].set(False)}
     variables = policy.init(jax.random.key(0), hidden, policy.initial_memory(4))
@@ -278,10 +281,10 @@ def test_the_belief_network_may_walk_to_the_destination_out_of_sight_and_reads_t
     other = apply(variables, {**hidden, "visited": ~hidden["visited"]})
     assert not np.allclose(log_probs, np.asarray(other))
     with pytest.raises(ValueError, match="visited"):
-        space = hrl.observation_space()
+        space = SE.observation_space()
         registry.build(
             "household-low",
-            hrl.PRESETS["tiny-belief"],
+            NH.LOW_PRESETS["tiny-belief"],
             type(space)({k: v for k, v in space.spaces.items() if k != "visited"}),
         )
 
@@ -297,7 +300,7 @@ def test_subgoal_marks_by_hand(bank):
     if relation == C.INSIDE:
         world = set_bits(world, dest, C.OPEN)
     obs = jax.tree_util.tree_map(lambda x: x[None], START(world, pred, "put")[0])
-    marks = np.asarray(hrl.subgoal_marks(obs))[0]
+    marks = np.asarray(SE.subgoal_marks(obs))[0]
     visible, cls = np.asarray(obs["visible"])[0], np.asarray(obs["class"])[0]
     np.testing.assert_array_equal(marks[:, 0], visible & (cls == wanted))
     assert marks[objs[0], 0] == marks[objs[0], 1] == 1.0
@@ -311,18 +314,18 @@ def test_subgoal_marks_by_hand(bank):
     "teacher, preset", [("planner", "tiny"), pytest.param("belief", "tiny-marks", marks=pytest.mark.slow)]
 )
 def test_imitation_loss_falls_on_a_tiny_config(task_file, teacher, preset):
-    frames = 12 * 8 * hrl.IMITATION_STEPS
+    frames = 12 * 8 * hrl_imitation.IMITATION_STEPS
     config = _config(task_file, num_envs=8, imitation_frames=frames, imitation_lr=1e-2, teacher=teacher, preset=preset)
-    tr = hrl.trainer(config)
+    tr = hrl_train.trainer(config)
     start = tr.init(jax.random.key(0)).params
-    params, rows = hrl.imitate(config, start, jax.random.key(1), tr.model)
+    params, rows = hrl_imitation.imitate(config, start, jax.random.key(1), tr.model)
     losses = [r["loss"] for r in rows]
     assert len(rows) == 12 and rows[0]["beta"] == 1.0 and rows[-1]["beta"] == 0.0
     assert np.mean(losses[-3:]) < np.mean(losses[:3]) - 0.3, losses
     assert not np.array_equal(params["type_head"]["kernel"], start["type_head"]["kernel"])
 
 
-def _config(tasks: str, **kw) -> hrl.HRLConfig:
+def _config(tasks: str, **kw) -> hrl_config.HRLConfig:
     fields = dict(
         preset="tiny",
         tasks=tasks,
@@ -335,7 +338,7 @@ def _config(tasks: str, **kw) -> hrl.HRLConfig:
         eval_episodes=0,
         heldout="",
     )
-    return hrl.HRLConfig(**{**fields, **kw})
+    return hrl_config.HRLConfig(**{**fields, **kw})
 
 
 @pytest.fixture(scope="module")
@@ -344,7 +347,7 @@ def task_file(bank, tmp_path_factory):
 
 
 def test_a2c_step_lowers_the_loss_on_a_fixed_batch(task_file, low):
-    tr = hrl.trainer(_config(task_file))
+    tr = hrl_train.trainer(_config(task_file))
     assert tr.config.algo == "a2c" and tr.config.optimizer == "rmsprop" and tr.config.lr == 1e-3
     variables, obs, _ = low
     n, t = tr.config.num_envs, tr.config.num_steps
@@ -376,35 +379,37 @@ def test_a2c_step_lowers_the_loss_on_a_fixed_batch(task_file, low):
 
 
 def test_resume_ends_where_an_uninterrupted_run_ends(task_file, tmp_path):
-    config = _config(task_file, imitation_frames=4 * hrl.IMITATION_STEPS)  # one warm-start update first
-    whole = hrl.train(config, tmp_path / "whole", progress=False)
+    config = _config(task_file, imitation_frames=4 * hrl_imitation.IMITATION_STEPS)  # one warm-start update first
+    whole = hrl_train.train(config, tmp_path / "whole", progress=False)
     assert whole["complete"] and whole["updates"] == 4 and whole["steps_per_s"] > 0
-    assert whole["imitation"]["frames"] == 4 * hrl.IMITATION_STEPS and (tmp_path / "whole" / "imitation.png").exists()
-    assert [whole["phases"][p]["updates"] for p in hrl.PHASES] == [2, 2]
+    assert whole["imitation"]["frames"] == 4 * hrl_imitation.IMITATION_STEPS
+    assert (tmp_path / "whole" / "imitation.png").exists()
+    assert [whole["phases"][p]["updates"] for p in SE.PHASES] == [2, 2]
     rows = (tmp_path / "whole" / "metrics.csv").read_text().splitlines()
     assert rows[0].split(",").count("phase") == 1 and len(rows) == 5
     assert [r.split(",")[rows[0].split(",").index("phase")] for r in rows[1:]] == ["grab", "grab", "put", "put"]
     assert (tmp_path / "whole" / "curves.png").exists()
     assert json.loads((tmp_path / "whole" / "run.json").read_text())["updates"] == {"grab": 2, "put": 2}
     with pytest.raises(ValueError, match="already holds a run"):
-        hrl.train(config, tmp_path / "whole", progress=False)
+        hrl_train.train(config, tmp_path / "whole", progress=False)
 
     part = tmp_path / "part"
-    assert not hrl.train(config, part, progress=False, stop_after=1)["complete"]  # inside "grab"
-    assert hrl.train(config, part, resume=True, progress=False, stop_after=3)["updates"] == 3  # across, into "put"
+    assert not hrl_train.train(config, part, progress=False, stop_after=1)["complete"]  # inside "grab"
+    resumed = hrl_train.train(config, part, resume=True, progress=False, stop_after=3)
+    assert resumed["updates"] == 3  # across, into "put"
     # the schedule may change on resume; the end-of-run evaluation runs on the finished policy
-    last = hrl.train(
+    last = hrl_train.train(
         dataclasses.replace(config, checkpoint_every=9, eval_episodes=4), part, resume=True, progress=False
     )
     assert last["complete"] and 0 <= last["subgoal"]["achieved"] <= last["subgoal"]["grabbed"] <= 1
-    policy, a, loaded = hrl.load(tmp_path / "whole")
-    _, b, _ = hrl.load(part)
-    assert loaded == config and isinstance(policy, hrl.LowLevelPolicy)
+    policy, a, loaded = hrl_run.load(tmp_path / "whole")
+    _, b, _ = hrl_run.load(part)
+    assert loaded == config and isinstance(policy, NH.LowLevelPolicy)
     jax.tree_util.tree_map(np.testing.assert_array_equal, a, b)
-    grabbing = restore_raw(tmp_path / "whole" / hrl.CHECKPOINTS, 2)["params"]  # the end of phase "grab"
+    grabbing = restore_raw(tmp_path / "whole" / hrl_run.CHECKPOINTS, 2)["params"]  # the end of phase "grab"
     assert not np.array_equal(grabbing["critic"]["kernel"], a["params"]["critic"]["kernel"])  # "put" trained on
     with pytest.raises(ValueError, match="incompatible checkpoint"):
-        hrl.train(dataclasses.replace(config, lr=5e-4), part, resume=True, progress=False)
+        hrl_train.train(dataclasses.replace(config, lr=5e-4), part, resume=True, progress=False)
 
 
 class FirstGoalPredicate:
@@ -415,7 +420,7 @@ class FirstGoalPredicate:
         return jnp.int32(0)
 
     def high_choose(self, params, key, memory, obs):
-        usable = (obs["goal"] > 0) & jnp.asarray(hrl.SUBGOAL_KINDS)
+        usable = (obs["goal"] > 0) & jnp.asarray(SE.SUBGOAL_KINDS)
         return jnp.where(usable.any(), jnp.argmax(usable), hrl.NONE).astype(jnp.int32), memory + 1
 
 
@@ -496,30 +501,30 @@ def test_a_committing_hrl_helper_keeps_its_subgoal_until_it_times_out(bank, low)
 
 def test_bad_configs_raise_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="unknown preset"):
-        hrl.HRLConfig(preset="huge")
+        hrl_config.HRLConfig(preset="huge")
     with pytest.raises(ValueError, match="less than one update"):
-        hrl.HRLConfig(num_envs=4, num_steps=4, put_frames=8)
+        hrl_config.HRLConfig(num_envs=4, num_steps=4, put_frames=8)
     with pytest.raises(ValueError, match="unknown task split"):
-        hrl.HRLConfig(split="test-3")
+        hrl_config.HRLConfig(split="test-3")
     with pytest.raises(ValueError, match="unknown reward"):
-        hrl.HRLConfig(reward="dense")
+        hrl_config.HRLConfig(reward="dense")
     with pytest.raises(ValueError, match="unknown teacher"):
-        hrl.HRLConfig(teacher="oracle")
+        hrl_config.HRLConfig(teacher="oracle")
     with pytest.raises(ValueError, match="tiny-belief"):
-        hrl.HRLConfig(preset="tiny", teacher="belief")
+        hrl_config.HRLConfig(preset="tiny", teacher="belief")
     with pytest.raises(ValueError, match="unknown subgoal reward"):
-        hrl.check_subgoal_params(hrl.SubgoalParams(E.HouseholdParams(tasks=None), reward="dense"))
+        SE.check_subgoal_params(SE.SubgoalParams(E.HouseholdParams(tasks=None), reward="dense"))
     with pytest.raises(ValueError, match="must be positive"):
-        hrl.HRLConfig(max_steps=0)
+        hrl_config.HRLConfig(max_steps=0)
     with pytest.raises(ValueError, match="even"):
-        hrl.LowLevelConfig(d=15)
+        NH.LowLevelConfig(d=15)
     with pytest.raises(ValueError, match="marks needs belief"):
-        hrl.LowLevelConfig(marks=True)
+        NH.LowLevelConfig(marks=True)
     with pytest.raises(ValueError, match="phase"):
-        hrl.check_subgoal_params(hrl.SubgoalParams(E.HouseholdParams(tasks=None), phase="drop"))
+        SE.check_subgoal_params(SE.SubgoalParams(E.HouseholdParams(tasks=None), phase="drop"))
     with pytest.raises(ValueError, match="not an HRL low-level run"):
-        hrl.load(tmp_path)
+        hrl_run.load(tmp_path)
     with pytest.raises(ValueError, match="Hybrid"):
         hrl.helper_from_run(tmp_path, tmp_path)  # the high level comes from a Hybrid run
     with pytest.raises(ValueError, match="num_episodes"):
-        hrl.subgoal_success(TINY, {}, None, num_episodes=0)
+        hrl_eval.subgoal_success(TINY, {}, None, num_episodes=0)

@@ -24,6 +24,8 @@ from household_scenes import first, hold, objects_of, place, stand_at, with_goal
 
 from jaxsoc.envs.household import classes as C
 from jaxsoc.envs.household import env as E
+from jaxsoc.envs.household import hybrid_env as HE
+from jaxsoc.envs.household import options as OPT
 from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import tasks as T
 from jaxsoc.envs.household import world as W
@@ -32,13 +34,15 @@ from jaxsoc.envs.household.agents import belief as B
 from jaxsoc.envs.household.agents import evaluate as EV
 from jaxsoc.learners import expert_cloning, ppo
 from jaxsoc.learners.household import hybrid as H
+from jaxsoc.learners.household import hybrid_config, hybrid_run, hybrid_train
+from jaxsoc.learners.networks import household as NH
 
 SIMS = 2
 MAX_STEPS = 40
 N = 4
 GAMMA = 0.95
 GLASS = PR.PREDICATE["on_waterglass_kitchentable"]
-TINY = H.HybridConfig(
+TINY = hybrid_config.HybridConfig(
     preset="tiny",
     num_envs=N,
     num_steps=4,
@@ -54,10 +58,10 @@ TINY = H.HybridConfig(
 )
 
 
-REAL_ENV = H.HybridEnv  # the class, before a test patches the module's name to build this module's env
+REAL_ENV = HE.HybridEnv  # the class, before a test patches the module's name to build this module's env
 
 
-def make_env(alice_simulations: int = SIMS, alice=None, gamma: float = GAMMA, expert: bool = True) -> H.HybridEnv:
+def make_env(alice_simulations: int = SIMS, alice=None, gamma: float = GAMMA, expert: bool = True) -> HE.HybridEnv:
     """The module's environment: Alice at random (see the module docstring)."""
     return REAL_ENV(alice_simulations, alice=E.RandomAlice() if alice is None else alice, gamma=gamma, expert=expert)
 
@@ -83,30 +87,30 @@ def env_fn(bank):
 @pytest.fixture(scope="module")
 def policy():
     """The tiny policy network and its initial parameters on a batch of observations of the environment."""
-    model = H.HybridPolicy(H.PRESETS["tiny"])
+    model = NH.HybridPolicy(NH.HYBRID_PRESETS["tiny"])
     obs = jax.tree_util.tree_map(lambda x: jnp.zeros((N, *x.shape), x.dtype), _space_sample())
     variables = jax.jit(model.init)(jax.random.key(0), obs, model.initial_memory(N))
     return model, variables["params"]
 
 
 def _space_sample() -> dict:
-    return {k: np.zeros(s.shape, s.dtype) for k, s in H.observation_space().spaces.items()}
+    return {k: np.zeros(s.shape, s.dtype) for k, s in OPT.observation_space().spaces.items()}
 
 
 def keys(seed: int, n: int = N) -> jax.Array:
     return jax.random.split(jax.random.key(seed), n)
 
 
-def _state(env, params, world) -> H.HybridState:
+def _state(env, params, world) -> HE.HybridState:
     """Returns the environment's state at the start of an episode in ``world``."""
     alice = env.alice.init(jax.random.key(1), world, params)
-    return H.HybridState(
+    return HE.HybridState(
         world=world,
         alice=alice,
         belief=B.init(world),
         choice=jnp.int32(-1),
         subgoal_obj=jnp.int32(-1),
-        expert=jnp.int32(H.NOOP_CHOICE),
+        expert=jnp.int32(OPT.NOOP_CHOICE),
     )
 
 
@@ -137,19 +141,19 @@ def test_an_option_runs_until_its_predicate_is_placed(env_fn, scenes):
     worlds = [scenes["at_table"], scenes["near"], scenes["near"], scenes["elsewhere"]]
     stacked = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *worlds)
     states = jax.jit(jax.vmap(lambda w: _state(env, params, w)))(stacked)
-    choice = jnp.array([GLASS, GLASS, H.NOOP_CHOICE, GLASS], jnp.int32)
+    choice = jnp.array([GLASS, GLASS, OPT.NOOP_CHOICE, GLASS], jnp.int32)
     obs, after, reward, terminated, truncated, info = step(keys(3), states, choice, params)
     tau = np.asarray(info["option_steps"])
     placed = np.asarray(info["satisfied"])[:, GLASS]
     assert tau[0] == 1 and placed[0] == 1 and float(reward[0]) == pytest.approx(2.0 - 0.1)
     assert W.VERBS[int(W.decode_action(info["bob_action"])[0][0])] == "putback_rh"
     # grab, go, put: the option ends on the step that places the glass, not before, not after
-    assert 3 <= tau[1] < H.OPTION_STEPS and placed[1] == 1
+    assert 3 <= tau[1] < OPT.OPTION_STEPS and placed[1] == 1
     discounted = sum(-0.1 * GAMMA**k for k in range(tau[1])) + 2.0 * GAMMA ** (tau[1] - 1)
     assert float(reward[1]) == pytest.approx(discounted, rel=1e-5)
     assert W.VERBS[int(W.decode_action(info["bob_action"])[0][1])] == "putback_rh"
     assert tau[2] == 1 and float(reward[2]) == pytest.approx(-0.1) and placed[2] == 0  # wait: one step
-    assert 1 <= tau[3] <= H.OPTION_STEPS and int(info["subgoal_obj"][3]) in scenes["glasses"]
+    assert 1 <= tau[3] <= OPT.OPTION_STEPS and int(info["subgoal_obj"][3]) in scenes["glasses"]
     np.testing.assert_allclose(info["option_discount"], GAMMA ** tau.astype(np.float64), rtol=1e-5)
     np.testing.assert_array_equal(info["episode_steps"], tau)  # the options started the episodes
     np.testing.assert_array_equal(obs["last_choice"], choice)
@@ -160,12 +164,12 @@ def test_option_end_conditions():
     before = jnp.zeros(PR.NUM_PREDICATES, jnp.int32)
     placed = before.at[GLASS].set(1)
     other = before.at[GLASS + 1].set(1)
-    ended = jax.jit(H.option_ended)
-    assert not ended(GLASS, True, before, before, H.OPTION_STEPS - 1)  # under way
+    ended = jax.jit(OPT.option_ended)
+    assert not ended(GLASS, True, before, before, OPT.OPTION_STEPS - 1)  # under way
     assert not ended(GLASS, True, before, other, 3)  # another predicate's instance does not end it
     assert ended(GLASS, True, before, placed, 3)  # an instance of its predicate placed
     assert ended(GLASS, False, before, before, 1)  # nothing to do (wait, satisfied, no object)
-    assert ended(GLASS, True, before, before, H.OPTION_STEPS)  # the cap
+    assert ended(GLASS, True, before, before, OPT.OPTION_STEPS)  # the cap
 
 
 def test_random_options_discounts_and_the_episode_limit(env_fn):
@@ -174,7 +178,7 @@ def test_random_options_discounts_and_the_episode_limit(env_fn):
     the episode (last choice -1)."""
     env, params, reset, step = env_fn
     obs, state = reset(keys(0), params)
-    assert set(obs) == set(env.observation_space(params).spaces) and obs["choice_mask"].shape == (N, H.NUM_CHOICES)
+    assert set(obs) == set(env.observation_space(params).spaces) and obs["choice_mask"].shape == (N, OPT.NUM_CHOICES)
     np.testing.assert_array_equal(obs["goal"], state.world.goal_count)  # the true goal, for training
     space = env.observation_space(params)
     elapsed = np.zeros(N, int)
@@ -184,7 +188,7 @@ def test_random_options_discounts_and_the_episode_limit(env_fn):
         choice = jax.random.categorical(jax.random.key(t), logits).astype(jnp.int32)
         obs, state, reward, terminated, truncated, info = step(keys(10 + t), state, choice, params)
         tau = np.asarray(info["option_steps"])
-        assert ((tau >= 1) & (tau <= H.OPTION_STEPS)).all() and reward.dtype == jnp.float32
+        assert ((tau >= 1) & (tau <= OPT.OPTION_STEPS)).all() and reward.dtype == jnp.float32
         np.testing.assert_allclose(info["option_discount"], GAMMA ** tau.astype(np.float64), rtol=1e-5)
         ended = np.asarray(terminated | truncated)
         elapsed += tau
@@ -194,7 +198,7 @@ def test_random_options_discounts_and_the_episode_limit(env_fn):
         np.testing.assert_array_equal(obs["last_choice"], np.where(ended, -1, choice))
         elapsed[ended] = 0
         ended_once |= ended
-        assert obs["choice_mask"][:, H.NOOP_CHOICE].all()
+        assert obs["choice_mask"][:, OPT.NOOP_CHOICE].all()
     assert ended_once.any()
 
 
@@ -206,11 +210,11 @@ def test_choice_mask_open_predicates_and_wait(scenes):
     both = place(one, glasses[1], table, C.ON_TOP)
     masks = []
     for w in (world, one, both):
-        obs = H.observation(w, w.goal_count, w.goal_target, jnp.int32(-1))
+        obs = OPT.observation(w, w.goal_count, w.goal_target, jnp.int32(-1))
         masks.append(np.asarray(obs["choice_mask"]))
     in_goal = np.append(np.asarray(world.goal_count) > 0, True)
     assert masks[0].tolist() == in_goal.tolist() and masks[0][GLASS] and masks[1][GLASS]
-    assert not masks[2][GLASS] and masks[2][H.NOOP_CHOICE] and masks[2].sum() == in_goal.sum() - 1
+    assert not masks[2][GLASS] and masks[2][OPT.NOOP_CHOICE] and masks[2].sum() == in_goal.sum() - 1
 
 
 def test_masked_choices_are_never_sampled(env_fn, policy):
@@ -221,7 +225,7 @@ def test_masked_choices_are_never_sampled(env_fn, policy):
     model, variables = policy
     obs, _ = reset(keys(1), params)
     mask = np.asarray(obs["choice_mask"])
-    assert mask[:, H.NOOP_CHOICE].all() and (~mask).any()
+    assert mask[:, OPT.NOOP_CHOICE].all() and (~mask).any()
     log_probs, _, _ = jax.jit(model.apply)({"params": variables}, obs, model.initial_memory(N))
     log_probs = np.asarray(log_probs)
     assert (log_probs[~mask] < -1e8).all()
@@ -260,8 +264,8 @@ def test_gae_with_per_frame_discounts():
 def test_trainer_carries_the_option_discount(bank):
     """The A2C trainer's transitions carry ``info["option_discount"]`` (traced only, nothing compiled)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(H, "HybridEnv", lambda sims, **kw: make_env(sims, **kw))
-        trainer = H.trainer(TINY, True, bank)
+        patch.setattr(hybrid_train, "HybridEnv", lambda sims, **kw: make_env(sims, **kw))
+        trainer = hybrid_train.trainer(TINY, True, bank)
     runner = jax.eval_shape(trainer.init, jax.random.key(0))
     _, _, transitions, _, _ = jax.eval_shape(trainer._collect, runner)
     assert transitions.discount is not None and transitions.discount.shape == (TINY.num_steps, N)
@@ -316,13 +320,13 @@ def run(tmp_path_factory, bank):
         requested.append(teleport)
         return real_trainer(config, True, tasks)
 
-    real_trainer = H.trainer
+    real_trainer = hybrid_train.trainer
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(H, "trainer", one_trainer)
-        patch.setattr(H, "HybridEnv", lambda sims, **kw: make_env(sims, **kw))
-        summary = H.train(TINY, whole, progress=False, tasks=bank)
-        first_part = H.train(TINY, parts, progress=False, tasks=bank, stop_after=1)
-        resumed = H.train(TINY, parts, resume=True, progress=False, tasks=bank)
+        patch.setattr(hybrid_train, "trainer", one_trainer)
+        patch.setattr(hybrid_train, "HybridEnv", lambda sims, **kw: make_env(sims, **kw))
+        summary = hybrid_train.train(TINY, whole, progress=False, tasks=bank)
+        first_part = hybrid_train.train(TINY, parts, progress=False, tasks=bank, stop_after=1)
+        resumed = hybrid_train.train(TINY, parts, resume=True, progress=False, tasks=bank)
     out = {"whole": whole, "parts": parts, "summary": summary, "first": first_part, "resumed": resumed}
     return dict(out, requested=requested)
 
@@ -337,19 +341,19 @@ def test_training_run_writes_its_files(run):
     assert info["kind"] == "hybrid" and info["config"]["bc_updates"] == 0 and info["derived"]["num_tasks"] == N
     rows = json.loads((whole / "metrics.json").read_text())["rows"]
     assert [r["stage"] for r in rows] == [1, 2] and [r["update"] for r in rows] == [1, 2]
-    assert all(0 <= r["entropy"] <= np.log(H.NUM_CHOICES) for r in rows)
-    policy, params, config = H.load(whole)
-    assert config == TINY and policy.config.d == 16 and policy.config.num_actions == H.NUM_CHOICES
+    assert all(0 <= r["entropy"] <= np.log(OPT.NUM_CHOICES) for r in rows)
+    policy, params, config = hybrid_run.load(whole)
+    assert config == TINY and policy.config.d == 16 and policy.config.num_actions == OPT.NUM_CHOICES
 
 
 def test_stages_use_teleporting_then_walking(bank, run):
-    stage1, stage2 = H.trainer(TINY, True, bank), H.trainer(TINY, False, bank)
+    stage1, stage2 = hybrid_train.trainer(TINY, True, bank), hybrid_train.trainer(TINY, False, bank)
     assert stage1.env_params.teleport and not stage2.env_params.teleport
-    assert H.trainer(TINY, True, bank) is stage1  # shared: a resumed run reuses the compiled update
+    assert hybrid_train.trainer(TINY, True, bank) is stage1  # shared: a resumed run reuses the compiled update
     c = stage1.config
     assert (c.algo, c.optimizer, c.lr, c.gamma, c.num_envs, c.minibatch_frames) == ("a2c", "rmsprop", 1e-3, 0.95, N, 16)
-    assert H.HybridConfig().a2c().lr == 1e-4 and stage2.env_params.max_steps == MAX_STEPS
-    assert stage2.env.gamma == GAMMA and H.HybridConfig().bc_updates == 100
+    assert hybrid_config.HybridConfig().a2c().lr == 1e-4 and stage2.env_params.max_steps == MAX_STEPS
+    assert stage2.env.gamma == GAMMA and hybrid_config.HybridConfig().bc_updates == 100
     assert not stage1.env.expert and stage1.env.with_expert().expert  # A2C spares the expert's search
 
 
@@ -358,8 +362,8 @@ def test_warm_start_in_a_run(tmp_path, bank, run):
     ``bc.png`` and reports it in its summary; the A2C update after it is the pure-RL run's (shared)."""
     config = dataclasses.replace(TINY, bc_updates=2, bc_epochs=1, stage2_frames=0)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(H, "HybridEnv", lambda sims, **kw: make_env(sims, **kw))
-        summary = H.train(config, tmp_path, progress=False, tasks=bank)
+        patch.setattr(hybrid_train, "HybridEnv", lambda sims, **kw: make_env(sims, **kw))
+        summary = hybrid_train.train(config, tmp_path, progress=False, tasks=bank)
     for name in ("bc.csv", "bc.json", "bc.png", "metrics.csv"):
         assert (tmp_path / name).stat().st_size > 0
     bc = json.loads((tmp_path / "bc.json").read_text())
@@ -371,11 +375,11 @@ def test_warm_start_in_a_run(tmp_path, bank, run):
 def test_training_run_two_stages_and_resume(run, bank):
     assert run["requested"] == [True, False] * 3
     assert run["first"]["updates"] == 1 and run["resumed"]["updates"] == 2
-    _, params, _ = H.load(run["whole"])
-    _, resumed_params, _ = H.load(run["parts"])
+    _, params, _ = hybrid_run.load(run["whole"])
+    _, resumed_params, _ = hybrid_run.load(run["parts"])
     jax.tree_util.tree_map(np.testing.assert_array_equal, params, resumed_params)
     with pytest.raises(ValueError, match="already holds a run"):
-        H.train(TINY, run["whole"], progress=False, tasks=bank)
+        hybrid_train.train(TINY, run["whole"], progress=False, tasks=bank)
 
 
 def test_helper_keeps_its_option(scenes, policy):
@@ -397,7 +401,7 @@ def test_helper_keeps_its_option(scenes, policy):
     )
     cases = [
         base,  # under way: kept
-        base.replace(since=jnp.int32(H.OPTION_STEPS)),  # the cap
+        base.replace(since=jnp.int32(OPT.OPTION_STEPS)),  # the cap
         base.replace(satisfied=satisfied.at[GLASS].add(-1)),  # an instance placed since the last step
         base.replace(valid=jnp.array(False)),  # nothing to do
         memory,  # the first step
@@ -413,7 +417,7 @@ def test_helper_keeps_its_option(scenes, policy):
 
 
 def helper_mask(world, memory):
-    return H.observation(world, memory.goal_count, memory.goal_target, jnp.int32(-1))["choice_mask"]
+    return OPT.observation(world, memory.goal_count, memory.goal_target, jnp.int32(-1))["choice_mask"]
 
 
 def test_helper_in_play_and_high_level(run, bank):
@@ -431,7 +435,7 @@ def test_helper_in_play_and_high_level(run, bank):
     high = H.HighLevel(helper.policy, greedy=False)
     hl = high.high_init(jax.random.key(0), task)
     choose = jax.jit(lambda p, k, m, t: high.high_choose(p, k, m, W.observe(t, 1, True)))
-    open_ = np.asarray(H.choice_mask(W.observe(task, 1, True)))
+    open_ = np.asarray(OPT.choice_mask(W.observe(task, 1, True)))
     for seed in range(3):
         choice, hl2 = choose(helper.params, jax.random.key(seed), hl, task)
         assert choice.dtype == jnp.int32 and open_[int(choice)] and int(hl2.last_choice) == int(choice)
@@ -439,28 +443,28 @@ def test_helper_in_play_and_high_level(run, bank):
 
 def test_bad_configs_are_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown Hybrid preset"):
-        H.HybridConfig(preset="huge")
+        hybrid_config.HybridConfig(preset="huge")
     with pytest.raises(ValueError, match="at least one update"):
-        H.HybridConfig(num_envs=4, num_steps=4, stage1_frames=8)
+        hybrid_config.HybridConfig(num_envs=4, num_steps=4, stage1_frames=8)
     with pytest.raises(ValueError, match="nothing to train"):
-        H.HybridConfig(stage1_frames=0, stage2_frames=0)
+        hybrid_config.HybridConfig(stage1_frames=0, stage2_frames=0)
     with pytest.raises(ValueError, match="num_envs must be positive"):
-        H.HybridConfig(num_envs=0)
+        hybrid_config.HybridConfig(num_envs=0)
     with pytest.raises(ValueError, match="unknown task split"):
-        H.HybridConfig(split="valid")
+        hybrid_config.HybridConfig(split="valid")
     with pytest.raises(ValueError, match="gamma"):
-        H.HybridConfig(gamma=1.5)
+        hybrid_config.HybridConfig(gamma=1.5)
     with pytest.raises(ValueError, match="bc_updates"):
-        H.HybridConfig(bc_updates=-1)
+        hybrid_config.HybridConfig(bc_updates=-1)
     with pytest.raises(ValueError, match="bc_epochs"):
-        H.HybridConfig(bc_epochs=0)
+        hybrid_config.HybridConfig(bc_epochs=0)
     with pytest.raises(ValueError, match="bc_lr"):
-        H.HybridConfig(bc_lr=0.0)
+        hybrid_config.HybridConfig(bc_lr=0.0)
     with pytest.raises(ValueError, match="alice_simulations"):
-        H.HybridEnv(alice_simulations=0)
+        HE.HybridEnv(alice_simulations=0)
     with pytest.raises(ValueError, match="gamma"):
-        H.HybridEnv(gamma=-0.1)
+        HE.HybridEnv(gamma=-0.1)
     with pytest.raises(ValueError, match="even and a multiple of heads"):
-        H.HybridNetConfig(d=15)
+        NH.HybridNetConfig(d=15)
     with pytest.raises(ValueError, match="not a Hybrid training run"):
-        H.load(tmp_path)
+        hybrid_run.load(tmp_path)

@@ -20,9 +20,9 @@ from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import tasks as T
 from jaxsoc.envs.household import world as W
 from jaxsoc.envs.household.agents import demos as D
-from jaxsoc.learners.household import encoder as E
 from jaxsoc.learners.household import watch as WA
 from jaxsoc.learners.household import watch_run as WR
+from jaxsoc.learners.networks import household as E
 
 TABLE, SHELF, PLATE, CUPCAKE, APPLE = (
     C.CLASS[n] for n in ("kitchentable", "kitchencounter", "plate", "cupcake", "apple")

@@ -459,10 +459,10 @@ def config_type(kind: str) -> type:
 
         return WatchConfig
     if kind == "hybrid":
-        from jaxsoc.learners.household.hybrid import HybridConfig
+        from jaxsoc.learners.household.hybrid_config import HybridConfig
 
         return HybridConfig
-    from jaxsoc.learners.household.hrl import HRLConfig
+    from jaxsoc.learners.household.hrl_config import HRLConfig
 
     return HRLConfig
 
@@ -481,12 +481,12 @@ def train_command(args, overrides: dict[str, Any]) -> dict[str, Any]:
         curves = watch_curves(args.demos, getattr(args, "curves", None) or [])
         return watch_run.train(config, args.out, args.demos, args.resume, not args.quiet, episodes, curves)
     if args.algo == "hybrid":
-        from jaxsoc.learners.household import hybrid
+        from jaxsoc.learners.household import hybrid_train
 
-        return hybrid.train(config_type("hybrid")(**overrides), args.out, args.resume, not args.quiet)
-    from jaxsoc.learners.household import hrl
+        return hybrid_train.train(config_type("hybrid")(**overrides), args.out, args.resume, not args.quiet)
+    from jaxsoc.learners.household import hrl_train
 
-    return hrl.train(config_type("hrl")(**overrides), args.out, args.resume, not args.quiet)
+    return hrl_train.train(config_type("hrl")(**overrides), args.out, args.resume, not args.quiet)
 
 
 def watch_curves(demos_dir: str, splits: list[str]) -> dict:

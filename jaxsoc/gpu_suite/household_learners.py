@@ -8,16 +8,16 @@ a warm-up call, then the best of ``repeats``):
   observations on the device as training does. The demonstrations are Alice-like stand-ins (training tasks,
   walks to random nodes: the cost does not depend on what she does). ``demos_per_s`` and the projected seconds
   of one epoch over the paper's 6,314 training demonstrations (1,011 + 5,303).
-- ``hybrid``: ``updates`` A2C updates of the Hybrid helper (``hybrid.trainer``: ``size`` worlds x 20 frames,
+- ``hybrid``: ``updates`` A2C updates of the Hybrid helper (``hybrid_train.trainer``: ``size`` worlds x 20 frames,
   Alice planning with 100 simulations in every world every step, Bob's belief and regression planner, the
   policy) without teleporting walks. ``env_steps_per_s`` and the projected hours of the original's 100,000
   episodes of at most 250 steps (``PAPER_HYBRID_FRAMES``, an upper bound).
-- ``hrl``: ``updates`` A2C updates of the HRL low level (``hrl.trainer``, the paper preset, ``size`` worlds x
+- ``hrl``: ``updates`` A2C updates of the HRL low level (``hrl_train.trainer``, the paper preset, ``size`` worlds x
   20 frames, Bob alone), with the projected hours of ``HRLConfig``'s default curriculum (7.6 M frames).
 - ``hrl_imitation``: ``updates`` updates of the HRL low level's DAgger warm start on the belief teacher
-  (``hrl._imitation_update``: ``size`` worlds x 20 frames labelled by ``hrl.belief_action``, 4 Adam steps on
-  each batch with BPTT; the ``tiny-marks`` network of ``hrl_marks/``), with the projected hours of that run's
-  256,000 frames (``BELIEF_WARM_START_FRAMES``).
+  (``hrl_imitation.imitation_update``: ``size`` worlds x 20 frames labelled by
+  ``subgoal_teachers.belief_action``, 4 Adam steps on each batch with BPTT; the ``tiny-marks`` network of
+  ``hrl_marks/``), with the projected hours of that run's 256,000 frames (``BELIEF_WARM_START_FRAMES``).
 
 Sizes go smallest first: a program that runs out of device memory fails the part (recorded with its error)
 after the smaller rows are saved.
@@ -89,31 +89,34 @@ def _watch_program(size: int, length: int, steps: int, repeats: int) -> Program:
 
 
 def _rl_program(learner: str, size: int, updates: int, repeats: int) -> Program:
-    from jaxsoc.learners.household import hrl, hybrid
+    from jaxsoc.learners.household import hrl_config, hrl_train, hybrid_config, hybrid_train
 
     if learner == "hybrid":
-        config = hybrid.HybridConfig(num_envs=size)
+        config = hybrid_config.HybridConfig(num_envs=size)
         frames = PAPER_HYBRID_FRAMES
-        make = lambda: hybrid.trainer(config, teleport=False)  # noqa: E731
+        make = lambda: hybrid_train.trainer(config, teleport=False)  # noqa: E731
     else:
-        config = hrl.HRLConfig(num_envs=size)
+        config = hrl_config.HRLConfig(num_envs=size)
         frames = config.grab_frames + config.put_frames
-        make = lambda: hrl.trainer(config)  # noqa: E731
+        make = lambda: hrl_train.trainer(config)  # noqa: E731
     per_update = config.num_envs * config.num_steps
     key = f"{learner}|envs={size}|updates={updates}"
     return trainer_program(key, make, updates, per_update, frames, repeats, learner=learner, size=size)
 
 
 def _imitation_program(size: int, updates: int, repeats: int) -> Program:
-    from jaxsoc.learners.household import hrl
+    from jaxsoc.envs.household.subgoal_env import SubgoalEnv
+    from jaxsoc.learners.household import hrl_imitation
+    from jaxsoc.learners.household.hrl_config import HRLConfig
+    from jaxsoc.learners.networks.household import LOW_PRESETS, LowLevelPolicy
 
-    config = hrl.HRLConfig(preset="tiny-marks", teacher="belief", num_envs=size, max_steps=50)
-    per_update = size * hrl.IMITATION_STEPS
+    config = HRLConfig(preset="tiny-marks", teacher="belief", num_envs=size, max_steps=50)
+    per_update = size * hrl_imitation.IMITATION_STEPS
 
     def build():
-        model = hrl.LowLevelPolicy(hrl.PRESETS[config.preset])
-        env, env_params = hrl.SubgoalEnv(), config.params("put")
-        tx = hrl.imitation_optimizer(config)
+        model = LowLevelPolicy(LOW_PRESETS[config.preset])
+        env, env_params = SubgoalEnv(), config.params("put")
+        tx = hrl_imitation.imitation_optimizer(config)
 
         def run(key):
             k_init, k_reset, k_run = jax.random.split(key, 3)
@@ -124,8 +127,8 @@ def _imitation_program(size: int, updates: int, repeats: int) -> Program:
 
             def body(c, _):
                 params, opt_state, carry = c
-                args = (params, opt_state, carry, jnp.float32(0.5), env_params, hrl.IMITATION_STEPS)
-                params, opt_state, carry, metrics = hrl._imitation_update(
+                args = (params, opt_state, carry, jnp.float32(0.5), env_params, hrl_imitation.IMITATION_STEPS)
+                params, opt_state, carry, metrics = hrl_imitation.imitation_update(
                     model, tx, *args, config.imitation_epochs, config.teacher
                 )
                 return (params, opt_state, carry), metrics["loss"]

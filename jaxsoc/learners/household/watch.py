@@ -43,7 +43,7 @@ from jaxsoc.envs.household import classes as C
 from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import tasks as T
 from jaxsoc.envs.household import world as W
-from jaxsoc.learners.household.encoder import StateEncoder, masked_mean
+from jaxsoc.learners.networks.household import StateEncoder, masked_mean
 
 #: the largest count any predicate has in a goal (``predicates.count_ranges``: 2)
 MAX_COUNT = int(PR.count_ranges()[1].max())
