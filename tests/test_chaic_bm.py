@@ -18,7 +18,8 @@ from jaxsoc.envs.chaic import observation as O
 from jaxsoc.envs.chaic import play as P
 from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic import tasks as T
-from jaxsoc.learners.chaic import bm
+from jaxsoc.learners.chaic import bm, bm_config, bm_data, bm_eval, bm_model, bm_run, bm_train
+from jaxsoc.learners.networks import chaic as NC
 
 EPISODES, EVENTS, STEPS = 4, 200, 128
 TINY = dict(
@@ -39,7 +40,7 @@ EPOCHS = 16
 
 def _record(seed=0):
     # the shapes of train()'s recordings (4 runs a chunk): one compilation for all of them
-    return bm.record(["normal"], "test", EPISODES, 1, "rhp", EVENTS, STEPS, seed=seed, chunk=EPISODES)
+    return bm_data.record(["normal"], "test", EPISODES, 1, "rhp", EVENTS, STEPS, seed=seed, chunk=EPISODES)
 
 
 @pytest.fixture(scope="module")
@@ -50,26 +51,26 @@ def data():
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("bm") / "run"
-    summary = bm.train(bm.BMConfig(epochs=EPOCHS, **TINY), out, progress=False)
+    summary = bm_train.train(bm_config.BMConfig(epochs=EPOCHS, **TINY), out, progress=False)
     return out, summary
 
 
 def test_record_layout_and_determinism(data):
     n = EPISODES
-    assert data["features"].shape == (n, STEPS, bm.NUM_FEATURES) and data["features"].dtype == jnp.float32
+    assert data["features"].shape == (n, STEPS, bm_data.NUM_FEATURES) and data["features"].dtype == jnp.float32
     steps = np.asarray(data["steps"])
     assert (steps > 10).all()  # the helper acted many times in 200 events
     np.testing.assert_array_equal(np.asarray(data["mask"]).sum(1), np.minimum(steps, STEPS))
     assert not np.asarray(data["features"])[~np.asarray(data["mask"])].any()  # zero padding
     states = T.cached_split("normal", "test").states
     np.testing.assert_array_equal(data["targets"], np.asarray(states.goal_count[:n]) > 0)
-    np.testing.assert_array_equal(data["constraint"], bm.CONSTRAINTS.index("normal"))
+    np.testing.assert_array_equal(data["constraint"], NC.CONSTRAINTS.index("normal"))
     np.testing.assert_array_equal(data["task"], K.TASK["normal"])
     again = _record()
     for name in data:
         np.testing.assert_array_equal(np.asarray(data[name]), np.asarray(again[name]), err_msg=name)
     # beside the paper's random helper (the same compilation: the role is data): other runs, the same labels
-    rnd = bm.record(["normal"], "test", EPISODES, 1, "random", EVENTS, STEPS, chunk=EPISODES)
+    rnd = bm_data.record(["normal"], "test", EPISODES, 1, "random", EVENTS, STEPS, chunk=EPISODES)
     assert (np.asarray(rnd["features"]) != np.asarray(data["features"])).any()
     np.testing.assert_array_equal(rnd["targets"], data["targets"])
 
@@ -81,11 +82,11 @@ def test_features_read_only_the_observation():
     @jax.vmap
     def fn(state):
         obs = O.observe(state, S.HELPER)
-        return bm.features(obs), obs["objects"]["visible"], obs
+        return bm_data.features(obs), obs["objects"]["visible"], obs
 
     base, vis, obs = jax.device_get(fn(states))
-    assert base.shape == (T.TEST_EPISODES, bm.NUM_FEATURES) and np.isfinite(base).all()
-    np.testing.assert_allclose(bm.features(obs), base, rtol=1e-6, atol=1e-6)  # leading batch axes; op by op
+    assert base.shape == (T.TEST_EPISODES, bm_data.NUM_FEATURES) and np.isfinite(base).all()
+    np.testing.assert_allclose(bm_data.features(obs), base, rtol=1e-6, atol=1e-6)  # leading batch axes; op by op
     i = int(np.argmax(vis.any(1)))  # an episode in which the helper sees an object at the start
     cls = np.asarray(states.objects.cls[i])
     hidden, shown = np.flatnonzero(~vis[i] & (cls > 0))[0], np.flatnonzero(vis[i])[0]
@@ -102,11 +103,11 @@ def test_features_read_only_the_observation():
 
 
 def test_a_sequence_equals_stepping_the_model(data):
-    config = bm.BMConfig(embed=16, hidden=8)
-    params = bm.init_params(config, jax.random.key(1))
+    config = bm_config.BMConfig(embed=16, hidden=8)
+    params = bm_model.init_params(config, jax.random.key(1))
     feats = data["features"][0, :12]
-    targets, constraint = bm.logits(config, params, feats)
-    carry, net = bm.initial_carry(config), bm.model(config)
+    targets, constraint = bm_model.logits(config, params, feats)
+    carry, net = bm_model.initial_carry(config), bm_model.model(config)
     for t in range(12):
         carry, step_targets, step_constraint = net.apply({"params": params}, carry, feats[t])
         np.testing.assert_allclose(step_targets, targets[t], rtol=1e-5, atol=1e-5)
@@ -120,7 +121,7 @@ def test_the_model_overfits_a_few_episodes(run):
     assert rows[-1]["train_goal_accuracy"] == 1.0 and rows[-1]["train_constraint_accuracy"] == 1.0
     summary = run[1]
     assert summary["epochs_done"] == EPOCHS and summary["sizes"]["train_runs"] == EPISODES
-    report = json.loads((run[0] / bm.REPORT_JSON).read_text())
+    report = json.loads((run[0] / bm_run.REPORT_JSON).read_text())
     assert set(report["test"]) == {"all", "normal"}
     assert 0.0 <= report["test"]["all"]["goal_accuracy"] <= 1.0 and report["test"]["all"]["class_f1"]
     assert (run[0] / "curves.png").is_file()
@@ -128,10 +129,10 @@ def test_the_model_overfits_a_few_episodes(run):
 
 def test_resume_equals_an_uninterrupted_run(run, tmp_path):
     out = tmp_path / "resumed"
-    bm.train(bm.BMConfig(epochs=EPOCHS // 2, **TINY), out, progress=False)
-    bm.train(bm.BMConfig(epochs=EPOCHS, **TINY), out, resume=True, progress=False)
-    _, resumed = bm.load(out)
-    _, whole = bm.load(run[0])
+    bm_train.train(bm_config.BMConfig(epochs=EPOCHS // 2, **TINY), out, progress=False)
+    bm_train.train(bm_config.BMConfig(epochs=EPOCHS, **TINY), out, resume=True, progress=False)
+    _, resumed = bm_run.load(out)
+    _, whole = bm_run.load(run[0])
     jax.tree_util.tree_map(np.testing.assert_array_equal, resumed, whole)
     rows = json.loads((out / "metrics.json").read_text())["rows"]
     assert [r["epoch"] for r in rows] == list(range(1, EPOCHS + 1))
@@ -139,10 +140,10 @@ def test_resume_equals_an_uninterrupted_run(run, tmp_path):
 
 def test_load_round_trip_and_the_helper_plays(run):
     helper = bm.load_bm_helper(run[0])
-    assert isinstance(helper, bm.BMHelper) and helper.config == bm.BMConfig(epochs=EPOCHS, **TINY)
+    assert isinstance(helper, bm.BMHelper) and helper.config == bm_config.BMConfig(epochs=EPOCHS, **TINY)
     # train()'s evaluation runs (test split, seed + 1) scored with the loaded parameters: the saved report
-    report = json.loads((run[0] / bm.REPORT_JSON).read_text())["test"]
-    assert bm.evaluate(helper.params, _record(seed=1), helper.config) == report
+    report = json.loads((run[0] / bm_run.REPORT_JSON).read_text())["test"]
+    assert bm_eval.evaluate(helper.params, _record(seed=1), helper.config) == report
     # the helper inside play (its own act, not the rule agents' shared path)
     states = jax.tree_util.tree_map(lambda x: x[:2], T.cached_split("normal", "test").states)
     result = P.make_player(A.make_agent("main"), helper, max_events=60)(states, jax.random.split(jax.random.key(0), 2))
@@ -158,24 +159,24 @@ def test_command_front_end(tmp_path):
     overrides = {k: v for k, v in TINY.items() if k != "episodes"}
     summary = C.train_command(args, overrides)
     assert summary["epochs_done"] == 1 and summary["sizes"]["train_runs"] == EPISODES
-    assert C.config_type("chaic-bm") is bm.BMConfig
+    assert C.config_type("chaic-bm") is bm_config.BMConfig
     line = C.run_line(summary, tmp_path / "cli")
     assert line.startswith("trained CHAIC behaviour model") and "test_goal_accuracy" in line
 
 
 def test_clear_errors(run, tmp_path):
     with pytest.raises(ValueError, match="unknown CHAIC task"):
-        bm.record(["nope"], "test", 1)
+        bm_data.record(["nope"], "test", 1)
     with pytest.raises(ValueError, match="unknown recording helper"):
-        bm.record(["normal"], "test", 1, helper="oracle")
+        bm_data.record(["normal"], "test", 1, helper="oracle")
     with pytest.raises(ValueError, match="unknown CHAIC task split"):
-        bm.record(["normal"], "valid", 1)
+        bm_data.record(["normal"], "valid", 1)
     with pytest.raises(ValueError, match="tasks"):
-        bm.BMConfig(tasks="normal,nope")
+        bm_config.BMConfig(tasks="normal,nope")
     with pytest.raises(ValueError, match="helper"):
-        bm.BMConfig(helper="oracle")
+        bm_config.BMConfig(helper="oracle")
     with pytest.raises(ValueError, match="threshold"):
-        bm.BMConfig(threshold=1.5)
+        bm_config.BMConfig(threshold=1.5)
     with pytest.raises(ValueError, match="unknown CHAIC learner"):
         C.config_type("chaic-ppo")
     with pytest.raises(ValueError, match="no run.json"):
@@ -184,7 +185,8 @@ def test_clear_errors(run, tmp_path):
     with pytest.raises(ValueError, match="its kind is 'watch'"):
         bm.load_bm_helper(tmp_path)
     with pytest.raises(ValueError, match="already holds a run"):
-        bm.train(bm.BMConfig(epochs=1, **TINY), run[0], progress=False)
+        bm_train.train(bm_config.BMConfig(epochs=1, **TINY), run[0], progress=False)
     with pytest.raises(ValueError, match="incompatible checkpoint.*lr"):
-        bm.train(bm.BMConfig(epochs=EPOCHS + 1, **{**TINY, "lr": 1e-3}), run[0], resume=True, progress=False)
+        config = bm_config.BMConfig(epochs=EPOCHS + 1, **{**TINY, "lr": 1e-3})
+        bm_train.train(config, run[0], resume=True, progress=False)
     assert math.isfinite(json.loads((run[0] / "metrics.json").read_text())["rows"][-1]["train_loss"])

@@ -275,12 +275,13 @@ def test_the_bm_partner_predicts_what_the_bm_helper_predicts(episode):
     """``bm.BMPartner`` (the options view's learned partner model) steps the behaviour model as ``BMHelper`` does:
     the same goal and constraint probabilities from the same observation; a run that is not there is refused by
     name when the view is made."""
-    from jaxsoc.learners.chaic import bm
+    from jaxsoc.learners.chaic import bm, bm_config, bm_model
+    from jaxsoc.learners.networks.chaic import CONSTRAINTS
     from jaxsoc.learners.ppo import make_env_from
 
     state, _ = episode
-    config = bm.BMConfig(embed=8, hidden=8)
-    params = bm.init_params(config, jax.random.key(0))
+    config = bm_config.BMConfig(embed=8, hidden=8)
+    params = bm_model.init_params(config, jax.random.key(0))
     partner, helper = bm.BMPartner(params, config), bm.BMHelper(params, config)
     obs = O.observe(state, S.HELPER, False, W.VIEW_DIST)
     carry, targets, constraint = jax.jit(partner.step)(partner.init(), obs)
@@ -288,7 +289,7 @@ def test_the_bm_partner_predicts_what_the_bm_helper_predicts(episode):
     np.testing.assert_allclose(targets, memory.targets, rtol=1e-5)
     np.testing.assert_allclose(constraint, memory.constraint, rtol=1e-5)
     np.testing.assert_allclose(carry[0], memory.h, rtol=1e-5)
-    assert partner.num_constraints == len(bm.CONSTRAINTS)
+    assert partner.num_constraints == len(CONSTRAINTS)
     with pytest.raises(ValueError, match="/nonexistent/bm is not a chaic-bm training run"):
         make_env_from("CHAIC-Normal-Options-v0", "partner_run=/nonexistent/bm")
 

@@ -438,7 +438,7 @@ def config_type(kind: str) -> type:
     """Returns the config class of ``jaxsoc train <kind>`` (``KINDS``). Raises ``ValueError`` for another kind."""
     if kind not in KINDS:
         raise ValueError(f"unknown CHAIC learner {kind!r}; choose from {list(KINDS)}")
-    from jaxsoc.learners.chaic.bm import BMConfig
+    from jaxsoc.learners.chaic.bm_config import BMConfig
 
     return BMConfig
 
@@ -447,7 +447,7 @@ def train_command(args, overrides: dict[str, Any]) -> dict[str, Any]:
     """Runs ``jaxsoc train chaic-bm`` (``overrides``: config fields from ``--set``; ``--episodes`` sets the train
     episodes per task, ``--epochs`` the epochs, ``--seed`` the seed unless ``--set seed=`` gives it); returns the
     summary."""
-    from jaxsoc.learners.chaic import bm
+    from jaxsoc.learners.chaic import bm_config, bm_train
 
     config_type(getattr(args, "algo", KINDS[0]))
     overrides = dict(overrides)
@@ -458,7 +458,7 @@ def train_command(args, overrides: dict[str, Any]) -> dict[str, Any]:
     if getattr(args, "epochs", None) is not None:
         overrides["epochs"] = args.epochs
     overrides.setdefault("seed", args.seed)
-    return bm.train(bm.BMConfig(**overrides), args.out, args.resume, not args.quiet)
+    return bm_train.train(bm_config.BMConfig(**overrides), args.out, args.resume, not args.quiet)
 
 
 def run_line(summary: dict[str, Any], out: Path) -> str:

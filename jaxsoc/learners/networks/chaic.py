@@ -1,5 +1,8 @@
-"""The CHAIC helper's policy: a set encoder over the visible objects, the agent's own state, a GRU, and an actor
-whose object actions point at the objects.
+"""CHAIC's networks: the helper's policy (``ChaicPolicy``, registered as ``"chaic"``) and the behaviour model of the
+constrained agent (``BehaviourModel``, the BM helper's, ``learners.chaic.bm``).
+
+**The helper's policy**: a set encoder over the visible objects, the agent's own state, a GRU, and an actor whose
+object actions point at the objects.
 
 It reads a CHAIC observation (``jaxsoc.envs.chaic.observation.observe``; ``B`` worlds, ``N = MAX_OBJECTS``). The
 module imports only the constants of ``catalogue``, ``state`` and ``raycast``, which create no jax arrays, so
@@ -30,6 +33,11 @@ each room from its token (``obs["rooms"]``: centre, size, share unexplored, whet
 are set to ``-1e9`` before the softmax, so an invalid action is never sampled (its log-probability is about
 ``-1e9``, its probability exactly 0 in float32, and the entropy stays finite); a row with no valid action is left
 unmasked.
+
+**The behaviour model**: a GRU over the helper's steps beside a running maximum of the BM features
+(``learners.chaic.bm_data.features``: what was ever observed), and two heads: ``targets`` (multi-label logits over
+the classes: class ``c`` is in the goal) and ``constraint`` (logits over ``CONSTRAINTS``, the constrained agents'
+abilities).
 """
 
 from __future__ import annotations
@@ -51,6 +59,9 @@ NUM_GLOBAL_ACTIONS = S.PICK  # the actions before ``PICK``: move, turn left/righ
 NUM_KINDS = len(S.ACTION_NAMES) + 1  # the partner's action kind, +1 (0: unseen)
 NUM_STATUS = 3  # ONGOING, FAILED, SUCCEEDED
 NUM_ROOM_ACTIONS = S.NUM_ACTIONS + S.MAX_ROOMS  # the options view with room options (``envs.chaic.options.ROOM``)
+#: the constrained agents' abilities, the behaviour model's constraint classes (``catalogue.TASK_ABILITY``'s values)
+CONSTRAINTS = tuple(dict.fromkeys(K.TASK_ABILITY.values()))
+TARGET_BIAS = -2.0  # the targets head's initial bias: a goal holds few of the classes (sigmoid(-2) = 0.12)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,3 +285,42 @@ def check(config: ChaicConfig, space) -> None:
 
 
 registry.register("chaic", registry.NetworkSpec(ChaicPolicy, ChaicConfig, PRESETS, check=check))
+
+
+class BehaviourModel(nn.Module):
+    """A GRU beside a running maximum of the features. One step (``__call__((h, m), x)``): the memory ``m`` float32[...,
+    NUM_FEATURES] becomes ``max(m, x)`` (what was ever observed: every class ever seen in the partner's hands, on
+    the goal place, ...), Dense(``embed``) + ReLU of ``[x, m]`` feeds the GRU (``h`` float32[..., hidden]) and two
+    linear heads read ``[h, m]``; it returns ``((h', m'), targets float32[..., NUM_CLASSES], constraint
+    float32[..., len(CONSTRAINTS)])`` (logits). Without ``pool`` ``m`` is left out of the input and the heads (the
+    GRU alone). ``encode``, ``recur`` and ``heads`` are its parts (``learners.chaic.bm_model.logits`` runs a whole
+    sequence with them); ``NUM_FEATURES`` is ``learners.chaic.bm_data.NUM_FEATURES``."""
+
+    embed: int
+    hidden: int
+    pool: bool = True
+
+    def setup(self) -> None:
+        self.input = nn.Dense(self.embed)
+        self.gru = GRUCell(self.hidden)
+        self.targets = nn.Dense(K.NUM_CLASSES, bias_init=nn.initializers.constant(TARGET_BIAS))
+        self.constraint = nn.Dense(len(CONSTRAINTS))
+
+    def _with(self, y: jax.Array, m: jax.Array) -> jax.Array:
+        return jnp.concatenate([y, m], -1) if self.pool else y
+
+    def encode(self, x: jax.Array, m: jax.Array) -> jax.Array:
+        return nn.relu(self.input(self._with(x, m)))
+
+    def recur(self, h: jax.Array, z: jax.Array) -> jax.Array:
+        return self.gru(h, z)[0]
+
+    def heads(self, h: jax.Array, m: jax.Array) -> tuple[jax.Array, jax.Array]:
+        y = self._with(h, m)
+        return self.targets(y), self.constraint(y)
+
+    def __call__(self, carry: tuple[jax.Array, jax.Array], x: jax.Array):
+        h, m = carry
+        m = jnp.maximum(m, x)
+        h = self.recur(h, self.encode(x, m))
+        return ((h, m), *self.heads(h, m))
