@@ -16,12 +16,12 @@ import pytest
 from jaxsoc.envs.excalibur import agents as A
 from jaxsoc.envs.excalibur import catalogue as K
 from jaxsoc.envs.excalibur import houses as H
+from jaxsoc.envs.excalibur import memory as MEM
 from jaxsoc.envs.excalibur import play as P
 from jaxsoc.envs.excalibur import state as S
 from jaxsoc.envs.excalibur import world as W
 from jaxsoc.envs.excalibur.env import ExcaliburEnv, ExcaliburParams
 from jaxsoc.learners.excalibur import answerer as ANS
-from jaxsoc.learners.excalibur import memory as MEM
 from jaxsoc.learners.networks import excalibur as NET
 from tests.cli_checks import files_under, refused
 from tests.excalibur_scenes import SMALL_HOUSES

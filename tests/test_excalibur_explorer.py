@@ -11,12 +11,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxsoc.envs.excalibur import explorer_env as XE
 from jaxsoc.envs.excalibur import houses as H
+from jaxsoc.envs.excalibur import memory as MEM
 from jaxsoc.envs.excalibur import state as S
 from jaxsoc.envs.excalibur.env import ExcaliburEnv, ExcaliburParams
 from jaxsoc.learners.excalibur import answerer as ANS
 from jaxsoc.learners.excalibur import explorer as X
-from jaxsoc.learners.excalibur import memory as MEM
 from jaxsoc.learners.networks import excalibur as NET
 from tests.cli_checks import files_under, refused
 from tests.excalibur_scenes import SMALL_HOUSES
@@ -32,8 +33,8 @@ def world():
     houses = H.generate_batch(jax.random.key(31), SMALL_HOUSES, 8)
     houses = ANS.draw_questions(houses, np.random.default_rng(3), None, SMALL_HOUSES.max_questions)[0]
     base = ExcaliburParams(houses=houses, explore_budget=8, reenter_budget=4)
-    params = X.ExplorerParams(base, variables, 1.0)
-    return X.MemoryExplorerEnv(model, params), params, params.replace(gain_reward=0.0)
+    params = XE.ExplorerParams(base, variables, 1.0)
+    return XE.MemoryExplorerEnv(model, params), params, params.replace(gain_reward=0.0)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +72,7 @@ def test_the_reward_adds_the_answerers_expected_accuracy_gain_on_exploring_steps
 
 def test_answers_are_the_answerers_and_the_mask_allows_only_them(world, trajectory):
     env, params, _ = world
-    read = jax.jit(lambda objects, house: X.answerer_read(env.model, params.answerer, objects, house))
+    read = jax.jit(lambda objects, house: XE.answerer_read(env.model, params.answerer, objects, house))
     overridden = 0
     for state, action, nxt, obs, *_ in trajectory:
         answering = int(state.env.phase) in (S.ANSWER_FIRST, S.ANSWER_AGAIN)
@@ -85,7 +86,7 @@ def test_answers_are_the_answerers_and_the_mask_allows_only_them(world, trajecto
             overridden += int(action) != S.ANSWER + int(answers[k])
         mask = np.asarray(obs["action_mask"])
         if int(nxt.env.phase) in (S.ANSWER_FIRST, S.ANSWER_AGAIN):
-            assert mask.sum() == 1 and mask[int(X.answer_action(nxt.env, nxt.answers))]
+            assert mask.sum() == 1 and mask[int(XE.answer_action(nxt.env, nxt.answers))]
         else:  # the moves and interactions; stop masked (``allow_stop`` False)
             assert mask[: S.STOP].all() and not mask[S.STOP :].any()
     assert overridden > 0  # the actions passed on answer steps were not the answers given
@@ -93,14 +94,14 @@ def test_answers_are_the_answerers_and_the_mask_allows_only_them(world, trajecto
 
 def test_the_memory_table_shows_the_memory_in_the_agents_frame(trajectory):
     state = trajectory[-1][2]
-    table, sizes = X.memory_table(state.objects, state.env)
+    table, sizes = XE.memory_table(state.objects, state.env)
     table, sizes = np.asarray(table), np.asarray(sizes)
     mem = state.objects
     known = np.asarray(mem.known)
-    assert known.sum() > 0 and (known == (table[:, X.KNOWN] == 1)).all()
+    assert known.sum() > 0 and (known == (table[:, XE.KNOWN] == 1)).all()
     assert not table[~known].any() and not sizes[~known].any()
     np.testing.assert_array_equal(table[known, 1], np.asarray(mem.type)[known] + 1)
-    np.testing.assert_array_equal(table[known, X.LIFTED], np.asarray(mem.lifted)[known])
+    np.testing.assert_array_equal(table[known, XE.LIFTED], np.asarray(mem.lifted)[known])
     np.testing.assert_allclose(sizes[known, 3], np.asarray(mem.mass)[known])
     # the remembered cell, back from the agent's frame
     env = state.env

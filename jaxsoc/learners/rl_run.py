@@ -218,7 +218,7 @@ def train_rl(
         progress: show a progress bar with the success rate and steps per second.
         init_params: the policy's parameters to start from (a warm start; ignored when resuming).
         trainer: the ``Trainer`` of ``config`` to use, for an env that is not registered (a learner's own view,
-            e.g. ``learners.excalibur.explorer.MemoryExplorerEnv``); default ``trainer_for(config)``.
+            e.g. ``envs.excalibur.explorer_env.MemoryExplorerEnv``); default ``trainer_for(config)``.
         keep_checkpoints: the newest checkpoints kept on disk (None: every one, for a curve over them).
 
     Raises:

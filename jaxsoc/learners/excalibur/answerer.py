@@ -35,9 +35,9 @@ from flax import struct
 from jaxsoc.envs.excalibur import bank as B
 from jaxsoc.envs.excalibur import catalogue as K
 from jaxsoc.envs.excalibur import houses as H
+from jaxsoc.envs.excalibur import memory as MEM
 from jaxsoc.envs.excalibur import questions as Q
 from jaxsoc.envs.excalibur import state as S
-from jaxsoc.learners.excalibur import memory as MEM
 from jaxsoc.learners.networks import excalibur as NET
 
 NETWORK = "excalibur-answerer"

@@ -300,7 +300,7 @@ def check(config: ExcaliburConfig, space) -> None:
     if config.object_memory and not missing and set(MEMORY_KEYS) - keys:
         raise ValueError(
             "the excalibur network with object_memory reads the explorer's memory (obs['memory'], "
-            "obs['memory_sizes']: learners.excalibur.explorer.MemoryExplorerEnv); this env has none"
+            "obs['memory_sizes']: envs.excalibur.explorer_env.MemoryExplorerEnv); this env has none"
         )
     if missing:
         raise ValueError(
@@ -386,7 +386,7 @@ def _has_bit(bits: jax.Array, value: jax.Array) -> jax.Array:
 
 
 class ExcaliburAnswerer(nn.Module):
-    """Answers EXCALIBUR questions from an explicit object memory (``learners.excalibur.memory``), read by attention
+    """Answers EXCALIBUR questions from an explicit object memory (``envs.excalibur.memory``), read by attention
     from the question.
 
     Inputs (``B`` houses, ``N`` memory slots, ``Q`` questions): ``memory`` a dict of ``known`` bool[B, N] (the slot
