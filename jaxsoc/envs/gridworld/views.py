@@ -154,6 +154,10 @@ class GridView(Wrapper):
         params = self.default_params() if params is None else params
         return spaces.Dict({**space.spaces, "image": image_space(self.observation_kind, params, self.tile_size)})
 
+    def mission_text(self, state: Any, params: Any = None) -> str:
+        """Returns the inner env's mission string of one (unbatched) state: the view keeps the inner states."""
+        return self._env.mission_text(state, params)
+
     def observation_kinds(self) -> tuple[str, ...]:
         return self._env.observation_kinds()
 
