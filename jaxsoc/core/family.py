@@ -51,6 +51,8 @@ class EnvFamily:
         ids: ``ids()`` returns the ids it registers (read from the family's own catalogue).
         tasks: its task names (empty: a family without named tasks).
         all_tasks: the name that stands for every task where a view takes them together (``None``: none).
+        register: ``register(add)`` registers the family's ids, calling ``add(id, factory)`` (``registry.register``)
+            once per id; ``jaxsoc.envs`` calls it for every family on import (``None``: no registered ids).
     """
 
     name: str
@@ -60,6 +62,7 @@ class EnvFamily:
     ids: Callable[[], Iterable[str]] = tuple
     tasks: tuple[str, ...] = ()
     all_tasks: str | None = None
+    register: Callable[[Callable[..., Any]], None] | None = None
 
     def owns(self, env_id: str) -> bool:
         """Returns whether ``env_id`` has one of the family's prefixes."""

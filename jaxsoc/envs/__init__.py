@@ -1,73 +1,23 @@
-"""Environment families; importing this module registers them all."""
+"""Environment families; importing this module registers them all: each family's declaration
+(``envs/<family>/family.py``, ``core.family.EnvFamily.register``) registers its own ids."""
 
 from jaxsoc.core.registry import register
-from jaxsoc.envs.babyai import ALIASES, LEVELS, level_env
+from jaxsoc.envs import families
+from jaxsoc.envs.babyai import ALIASES, LEVELS
 from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
-from jaxsoc.envs.chaic.catalogue import TASK_IDS
+from jaxsoc.envs.excalibur.family import IDS as _EXCALIBUR_IDS
 from jaxsoc.envs.gridworld.minigrid_ids import MINIGRID_ENVS
 
 PAPER_LEVEL_IDS = frozenset(f"BabyAI-{name}-v0" for name in PAPER_LEVELS)
 
-#: EXCALIBUR's ids by reward variant (``excalibur.env.VARIANTS``)
-EXCALIBUR_IDS = {
-    "answers": "EXCALIBUR-v0",
-    "qa": "EXCALIBUR-QA-v0",
-    "novelty": "EXCALIBUR-Novelty-v0",
-    "novelty_qa": "EXCALIBUR-NoveltyQA-v0",
-}
+#: EXCALIBUR's ids by reward variant (``excalibur.env.VARIANTS``; declared in ``envs/excalibur/family.py``)
+EXCALIBUR_IDS = dict(_EXCALIBUR_IDS)
 
 
 def _register_all() -> None:
-    for name, (cls, kwargs) in MINIGRID_ENVS.items():
-        register(name, lambda cls=cls, kwargs=kwargs: cls(**kwargs))
-    for name in [*LEVELS, *ALIASES]:
-        register(name, lambda name=name: level_env(name))
-    register("WatchAndHelp-v0", _household("HouseholdEnv"))
-    register("WatchAndHelp-Helper-v0", _household("HelperEnv"))
-    for task, name in TASK_IDS.items():
-        register(f"CHAIC-{name}-v0", _chaic("ChaicEnv", task))
-        register(f"CHAIC-{name}-Helper-v0", _chaic("ChaicHelperEnv", task))
-        register(f"CHAIC-{name}-Options-v0", _chaic_options(task))
-    register("CHAIC-All-Helper-v0", _chaic("ChaicHelperEnv", "all"))
-    register("CHAIC-All-Options-v0", _chaic_options("all"))
-    for variant, name in EXCALIBUR_IDS.items():
-        register(name, _excalibur(variant))
-
-
-def _household(cls: str):
-    def factory():
-        from jaxsoc.envs.household import env
-
-        return getattr(env, cls)()
-
-    return factory
-
-
-def _chaic(cls: str, task: str):
-    def factory():
-        from jaxsoc.envs.chaic import env
-
-        return getattr(env, cls)(task)
-
-    return factory
-
-
-def _chaic_options(task: str):
-    def factory(**kwargs):  # shared_reward, events, partner, rooms (ChaicOptionsEnv)
-        from jaxsoc.envs.chaic.options import ChaicOptionsEnv
-
-        return ChaicOptionsEnv(task, **kwargs)
-
-    return factory
-
-
-def _excalibur(variant: str):
-    def factory():
-        from jaxsoc.envs.excalibur.env import ExcaliburEnv
-
-        return ExcaliburEnv(variant)
-
-    return factory
+    for family in families.families():
+        if family.register is not None:
+            family.register(register)
 
 
 _register_all()

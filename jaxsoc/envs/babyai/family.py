@@ -13,4 +13,18 @@ def _ids() -> tuple[str, ...]:
     return (*MINIGRID_ENVS, *LEVELS, *ALIASES)
 
 
-FAMILY = EnvFamily(name="babyai", title="BabyAI", order=10, prefixes=("MiniGrid-", "BabyAI-"), ids=_ids)
+def _register(add) -> None:
+    """Registers minigrid's ``MiniGrid-*`` ids (one class and keywords each) and every ``BabyAI-*`` level and alias."""
+    from jaxsoc.envs.babyai import level_env
+    from jaxsoc.envs.babyai.levels import ALIASES, LEVELS
+    from jaxsoc.envs.gridworld.minigrid_ids import MINIGRID_ENVS
+
+    for name, (cls, kwargs) in MINIGRID_ENVS.items():
+        add(name, lambda cls=cls, kwargs=kwargs: cls(**kwargs))
+    for name in [*LEVELS, *ALIASES]:
+        add(name, lambda name=name: level_env(name))
+
+
+FAMILY = EnvFamily(
+    name="babyai", title="BabyAI", order=10, prefixes=("MiniGrid-", "BabyAI-"), ids=_ids, register=_register
+)

@@ -17,4 +17,41 @@ def _ids() -> tuple[str, ...]:
     return (*per_task, "CHAIC-All-Helper-v0", "CHAIC-All-Options-v0")
 
 
-FAMILY = EnvFamily(name="chaic", title="CHAIC", order=40, prefixes=("CHAIC-",), ids=_ids, tasks=TASKS, all_tasks=ALL)
+def _register(add) -> None:
+    """Registers per task the two-agent world, the helper's view and the options view, then the all-task views (each
+    built on first ``make``)."""
+
+    def view(cls: str, task: str):
+        def make():
+            from jaxsoc.envs.chaic import env
+
+            return getattr(env, cls)(task)
+
+        return make
+
+    def options(task: str):
+        def make(**kwargs):  # shared_reward, events, partner, rooms (ChaicOptionsEnv)
+            from jaxsoc.envs.chaic.options import ChaicOptionsEnv
+
+            return ChaicOptionsEnv(task, **kwargs)
+
+        return make
+
+    for task, name in TASK_IDS.items():
+        add(f"CHAIC-{name}-v0", view("ChaicEnv", task))
+        add(f"CHAIC-{name}-Helper-v0", view("ChaicHelperEnv", task))
+        add(f"CHAIC-{name}-Options-v0", options(task))
+    add("CHAIC-All-Helper-v0", view("ChaicHelperEnv", ALL))
+    add("CHAIC-All-Options-v0", options(ALL))
+
+
+FAMILY = EnvFamily(
+    name="chaic",
+    title="CHAIC",
+    order=40,
+    prefixes=("CHAIC-",),
+    ids=_ids,
+    tasks=TASKS,
+    all_tasks=ALL,
+    register=_register,
+)

@@ -12,6 +12,27 @@ IDS = {
     "novelty_qa": "EXCALIBUR-NoveltyQA-v0",
 }
 
+
+def _register(add) -> None:
+    """Registers one id per reward variant (each built on first ``make``: its house banks load then)."""
+
+    def variant(name: str):
+        def make():
+            from jaxsoc.envs.excalibur.env import ExcaliburEnv
+
+            return ExcaliburEnv(name)
+
+        return make
+
+    for name, env_id in IDS.items():
+        add(env_id, variant(name))
+
+
 FAMILY = EnvFamily(
-    name="excalibur", title="EXCALIBUR", order=50, prefixes=("EXCALIBUR-",), ids=lambda: tuple(IDS.values())
+    name="excalibur",
+    title="EXCALIBUR",
+    order=50,
+    prefixes=("EXCALIBUR-",),
+    ids=lambda: tuple(IDS.values()),
+    register=_register,
 )
