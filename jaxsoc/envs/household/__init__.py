@@ -5,7 +5,10 @@
 - ``world``: the state arrays, actions, preconditions and effects, visibility, observations, goal checks.
 - ``tasks``: on-device task generation and the train / test-1 / test-2 sets (``.npz`` files).
 - ``env``: ``HouseholdEnv`` (two agents, ``WatchAndHelp-v0``) and ``HelperEnv`` (Bob, with a built-in Alice,
-  ``WatchAndHelp-Helper-v0``).
+  ``WatchAndHelp-Helper-v0``); ``agents/``: Alice and the rule-based helpers; ``solver``: the regression planner.
+- the learners' training views: ``subgoal_env`` (the HRL low level, with its teachers in ``subgoal_teachers``) and
+  ``hybrid_env`` (the Hybrid's semi-MDP over the predicate options of ``options``).
+- ``family``: the family's declaration (its ids and their registration).
 """
 
 from jaxsoc.envs.household.env import HelperEnv, HouseholdEnv, HouseholdParams, params_for

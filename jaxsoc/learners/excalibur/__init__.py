@@ -1,2 +1,3 @@
-"""EXCALIBUR's learners: an explicit object memory (``memory``) and a supervised answerer that reads it
-(``answerer``; the network is ``networks.excalibur.ExcaliburAnswerer``)."""
+"""EXCALIBUR's learners: the supervised answerer over an object memory (``answerer``; the memory is
+``envs.excalibur.memory``, the network ``networks.excalibur.ExcaliburAnswerer``) and the PPO explorer over that memory
+(``explorer``; its training view is ``envs.excalibur.explorer_env``); ``family`` declares them."""
