@@ -1,7 +1,7 @@
 """The cost of each observation kind of the grid families (docs/observations.md's table).
 
 For every id and kind (``jaxsoc.envs.gridworld.views.KINDS``): the jaxpr equations of one observation
-(``env.observe`` of one world, sub-jaxprs included: ``jaxsoc.bench.program.jaxpr_stats``), the equations of one raw
+(``env.observe`` of one world, sub-jaxprs included: ``jaxsoc.bench.jaxpr_walk.jaxpr_stats``), the equations of one raw
 step (``env.step_env``), and the throughput of ``jit(vmap(env.step))`` (auto-reset included; BabyAI resets only ended
 worlds, ``core.pooled``) over ``--num-envs`` worlds for ``--steps`` random steps in a ``lax.scan``
 (``jaxsoc.bench.minigrid.measure_jaxsoc`` with ``pooled=False``): the best of ``--repeats`` runs, compilation apart.
@@ -20,8 +20,8 @@ import argparse
 import jax
 
 import jaxsoc
+from jaxsoc.bench.jaxpr_walk import jaxpr_stats
 from jaxsoc.bench.minigrid import measure_jaxsoc
-from jaxsoc.bench.program import jaxpr_stats
 from jaxsoc.envs.gridworld.views import KINDS
 
 HEADER = (

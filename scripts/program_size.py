@@ -9,8 +9,9 @@ other registered id is traced only (equations and loops: cheap). The table goes 
 
     JAX_PLATFORMS=cpu python scripts/program_size.py                    # the "after" table: program_size_cpu.json
     JAX_PLATFORMS=cpu python scripts/program_size.py --render-only      # RESULTS.md's blocks from the JSON files
-    # the "before" table, measured on a frozen checkout (the code as it was, this script's program.py copied in):
-    git worktree add /tmp/before <commit> && cp jaxsoc/bench/program.py /tmp/before/jaxsoc/bench/
+    # the "before" table, on a frozen checkout (the code as it was, this program.py and jaxpr_walk.py copied in):
+    git worktree add /tmp/before <commit>
+    cp jaxsoc/bench/program.py jaxsoc/bench/jaxpr_walk.py /tmp/before/jaxsoc/bench/
     PYTHONPATH=/tmp/before JAX_PLATFORMS=cpu python scripts/program_size.py --label before \\
         --out benchmarks/results/program_size_before_cpu.json --commit <commit>
 

@@ -23,7 +23,7 @@ from excalibur_scenes import with_small_banks
 from jax.extend.core import ClosedJaxpr
 
 import jaxsoc
-from jaxsoc.bench.program import static_trip_count, sub_jaxprs
+from jaxsoc.bench.jaxpr_walk import static_trip_count, sub_jaxprs
 from jaxsoc.core.autoreset import batched_step
 from jaxsoc.envs.babyai import bot as B
 from jaxsoc.envs.babyai.levels import LEVELS as GENERATORS

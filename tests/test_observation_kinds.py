@@ -22,7 +22,7 @@ from minigrid.core.world_object import Key
 from minigrid.wrappers import FullyObsWrapper, OneHotPartialObsWrapper, RGBImgObsWrapper, RGBImgPartialObsWrapper
 
 import jaxsoc
-from jaxsoc.bench.program import jaxpr_stats
+from jaxsoc.bench.jaxpr_walk import jaxpr_stats
 from jaxsoc.core import registry
 from jaxsoc.envs.gridworld import views
 

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import pytest
 
 from jaxsoc.bench import program
+from jaxsoc.bench.jaxpr_walk import jaxpr_stats, sub_jaxprs
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLE = ROOT / "benchmarks" / "results" / "program_size_cpu.json"
@@ -40,7 +41,7 @@ REGENERATE = "JAX_PLATFORMS=cpu python scripts/program_size.py"
 
 def _subs(eqn) -> list:
     """The sub-jaxprs of one equation's parameters."""
-    return [sub for value in eqn.params.values() for sub in program.sub_jaxprs(value)]
+    return [sub for value in eqn.params.values() for sub in sub_jaxprs(value)]
 
 
 def test_walker_counts_the_equations_of_sub_jaxprs_once_per_appearance():
@@ -65,7 +66,7 @@ def test_walker_counts_the_equations_of_sub_jaxprs_once_per_appearance():
     called = len(calls[0].eqns)
     assert branches >= 2 and called >= 3
 
-    stats = program.jaxpr_stats(closed)
+    stats = jaxpr_stats(closed)
     assert stats["eqns"] == len(top) + len(scan_body.eqns) + branches + 2 * called
     assert stats["unique_eqns"] == stats["eqns"] - called
     assert (stats["scans"], stats["conds"], stats["whiles"], stats["dynamic_whiles"]) == (1, 1, 0, 0)
@@ -82,7 +83,7 @@ def test_walker_trip_counts_nested_loops_and_data_dependent_whiles():
         counter, x = jax.lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] + 1.0), (0, x))
         return x
 
-    stats = program.jaxpr_stats(jax.make_jaxpr(nested)(1.0))
+    stats = jaxpr_stats(jax.make_jaxpr(nested)(1.0))
     assert (stats["scans"], stats["whiles"], stats["dynamic_whiles"]) == (2, 1, 0)
     assert stats["loop_trips"] == 3 + 4 + 10
     assert stats["serial_iterations"] == 3 * (1 + 4) + 10
@@ -90,7 +91,7 @@ def test_walker_trip_counts_nested_loops_and_data_dependent_whiles():
     def data_dependent(x):
         return jax.lax.while_loop(lambda c: c < x, lambda c: c * 2.0, 1.0)
 
-    stats = program.jaxpr_stats(jax.make_jaxpr(jax.vmap(data_dependent))(jnp.ones(3)))
+    stats = jaxpr_stats(jax.make_jaxpr(jax.vmap(data_dependent))(jnp.ones(3)))
     assert (stats["whiles"], stats["dynamic_whiles"], stats["loop_trips"]) == (1, 1, 0)
 
 

@@ -1,4 +1,5 @@
-"""EXCALIBUR's questions: answering (jnp, jit/vmap-able), text, generation and entropy filtering (numpy host).
+"""EXCALIBUR's questions: answering (jnp, jit/vmap-able), generation and entropy filtering (numpy host), and their
+text (``question_text``, re-exported here).
 
 **Rows.** A question is an ``int16[QUESTION_SLOTS]`` row (``state``): ``FAMILY`` 1..11 (Table 5 of the
 supplementary), ``REL`` (1 + a ``catalogue.RELATIONS`` index, 0 when the family has none) and descriptors
@@ -38,7 +39,6 @@ so that the answer histograms have support); ``assign`` gives each house the kep
 from __future__ import annotations
 
 import functools
-import re
 import time
 
 import jax
@@ -49,6 +49,11 @@ from flax import struct
 from jaxsoc.envs.excalibur import catalogue as K
 from jaxsoc.envs.excalibur import relations as RL
 from jaxsoc.envs.excalibur import state as S
+from jaxsoc.envs.excalibur.question_text import DESCRIPTOR_COLUMNS as _DESCRIPTOR_COLUMNS
+from jaxsoc.envs.excalibur.question_text import answer_text as answer_text
+from jaxsoc.envs.excalibur.question_text import descriptor_text as descriptor_text
+from jaxsoc.envs.excalibur.question_text import question_text as question_text
+from jaxsoc.envs.excalibur.question_text import type_words as type_words
 
 FAMILIES = tuple(range(1, S.NUM_FAMILIES + 1))
 RELATION_FAMILIES = (1, 2, 3, 4, 5, 10, 11)
@@ -66,7 +71,6 @@ FAMILY_WORDS = {
     10: ("MS", "MS", "CMS"),
     11: ("CS", "CS", "CMS"),
 }
-_DESCRIPTOR_COLUMNS = ((S.C1, S.M1, S.S1), (S.C2, S.M2, S.S2), (S.C3, S.M3, S.S3))
 
 
 def _family_slots() -> np.ndarray:
@@ -291,72 +295,6 @@ def evaluate(
         answers[:, start : start + len(part)] = a[:, : len(part)]
         valid[:, start : start + len(part)] = v[:, : len(part)]
     return answers, valid
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# text (host)
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def type_words(t: int) -> str:
-    """Returns type ``t``'s name as lower-case words (``"DiningTable"`` -> ``"dining table"``)."""
-    return " ".join(re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+", K.TYPES[t])).lower()
-
-
-def _plural(noun: str) -> str:
-    head, _, last = noun.rpartition(" ")
-    if last.endswith("knife"):
-        last = last[:-2] + "ves"
-    elif last.endswith("s"):
-        pass  # "boots"
-    elif last.endswith(("x", "ch", "sh")) or re.search(r"[^aeiou]o$", last):
-        last += "es"
-    elif re.search(r"[^aeiou]y$", last):
-        last = last[:-1] + "ies"
-    else:
-        last += "s"
-    return f"{head} {last}" if head else last
-
-
-def descriptor_text(c: int, m: int, s: int, plural: bool = False) -> str:
-    """Returns ``"[colour] [material] type"`` for a 1-based descriptor (0 omits a word; a type of 0 reads
-    "object"), the noun in the plural when ``plural``."""
-    noun = type_words(s - 1) if s else "object"
-    words = ([K.COLORS[c - 1]] if c else []) + ([K.MATERIALS[m - 1]] if m else []) + [_plural(noun) if plural else noun]
-    return " ".join(words)
-
-
-def question_text(row) -> str:
-    """Returns the English question of an ``int16[QUESTION_SLOTS]`` row ("" for a padding row)."""
-    q = [int(v) for v in np.asarray(row).reshape(-1)]
-    family = q[S.FAMILY]
-    if family == 0:
-        return ""
-    rel = K.RELATION_TEXT[q[S.REL] - 1] if q[S.REL] else "<no relation>"
-    d1, d2, d3 = (descriptor_text(*(q[c] for c in cols)) for cols in _DESCRIPTOR_COLUMNS)
-    d2s = descriptor_text(q[S.C2], q[S.M2], q[S.S2], plural=True)
-    templates = {
-        1: f"How many {d2s} are {rel} the {d1}?",
-        2: f"Are there any {d2s} {rel} the {d1}?",
-        3: f"What color is the {d2} {rel} the {d1}?",
-        4: f"What material is the {d2} {rel} the {d1}?",
-        5: f"What is the {d2} {rel} the {d1}?",
-        6: f"Is there anything else with the same color as the {d1}?",
-        7: f"Is there anything else made of the same material as the {d1}?",
-        8: f"Do the {d1} and the {d2} have the same color?",
-        9: f"Do the {d1} and the {d2} have the same material?",
-        10: f"Do the {d1} {rel} the {d3} and the {d2} have the same color?",
-        11: f"Do the {d1} {rel} the {d3} and the {d2} have the same material?",
-    }
-    return templates[family]
-
-
-def answer_text(a: int) -> str:
-    """Returns the words of answer id ``a`` (``catalogue.ANSWERS``; types as words; "none" for -1)."""
-    a = int(a)
-    if a < 0:
-        return "none"
-    return type_words(a - K.TYPE0) if a >= K.TYPE0 else K.ANSWERS[a]
 
 
 # ---------------------------------------------------------------------------------------------------------------
