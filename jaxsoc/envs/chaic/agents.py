@@ -252,12 +252,22 @@ def perceive(mem: AgentMemory, state: S.State, timing: W.Timing) -> AgentMemory:
     a, o = state.agents, state.objects
     frame = state.frame
     cls = o.cls.astype(jnp.int32)
-    pos = W.object_positions(state)
-    carrier = W.object_carrier(state)
     omniscient = mem.omniscient
-    vis = W.visible_objects(state, agent, timing.view_dist) | (omniscient & (cls > 0))
-    goal_vis = W.goal_visible(state, agent, timing.view_dist) | omniscient
-    agents_vis = W.visible_agents(state, agent, timing.view_dist) | omniscient | (jnp.arange(S.NUM_AGENTS) == agent)
+    # remembered objects whose spot the agent now sees empty are forgotten: checked for the current plan's object
+    # and the CHECK_OBSTACLES nearest known obstacles (others when they become the plan's object: the agent walks
+    # there and sees)
+    obstacle = mem.seen & (_KIND[cls] == K.OBSTACLE)
+    near = jnp.where(obstacle, jnp.linalg.norm(mem.last_pos - a.pos[agent], axis=-1), jnp.inf)
+    _, nearest = jax.lax.top_k(-near, CHECK_OBSTACLES)
+    checked = jnp.concatenate([jnp.maximum(mem.plan_obj, 0)[None], nearest])
+    # one line-of-sight test for everything: objects, agents, the goal place, the checked spots, the child's spot
+    sight = W.sightings(
+        state, agent, timing.view_dist, jnp.concatenate([mem.last_pos[checked], mem.agent_pos[S.CHILD][None]])
+    )
+    pos, carrier = sight["positions"], sight["carrier"]
+    vis = sight["objects"] | (omniscient & (cls > 0))
+    goal_vis = sight["goal"] | omniscient
+    agents_vis = sight["agents"] | omniscient | (jnp.arange(S.NUM_AGENTS) == agent)
     # the last action: a failed pick-up / removal is ignored for a while; a removed obstacle's new place is known
     kind, obj = S.decode_action(W.stored_action(a.action[agent]))
     status = a.status[agent]
@@ -267,14 +277,7 @@ def perceive(mem: AgentMemory, state: S.State, timing: W.Timing) -> AgentMemory:
     failed_until = jnp.where(failed_obj & (idx == obj), frame + FAIL_IGNORE, mem.failed_until)
     knows = vis | mem.carrying | (touched & (idx == obj))
     knows = knows & (cls > 0)
-    # remembered objects whose spot the agent now sees empty are forgotten: checked for the current plan's object
-    # and the CHECK_OBSTACLES nearest known obstacles (others when they become the plan's object: the agent walks
-    # there and sees)
-    obstacle = mem.seen & (_KIND[cls] == K.OBSTACLE)
-    near = jnp.where(obstacle, jnp.linalg.norm(mem.last_pos - a.pos[agent], axis=-1), jnp.inf)
-    _, nearest = jax.lax.top_k(-near, CHECK_OBSTACLES)
-    checked = jnp.concatenate([jnp.maximum(mem.plan_obj, 0)[None], nearest])
-    looked = W.in_view(state, agent, mem.last_pos[checked], timing.view_dist)
+    looked = sight["extra"][: CHECK_OBSTACLES + 1]
     looked = looked & jnp.concatenate([(mem.plan_obj >= 0)[None], obstacle[nearest]])
     gone = mem.seen & ~knows & jnp.zeros(S.MAX_OBJECTS, bool).at[checked].max(looked)
     seen = (mem.seen & ~gone) | knows
@@ -283,7 +286,7 @@ def perceive(mem: AgentMemory, state: S.State, timing: W.Timing) -> AgentMemory:
     agent_pos = jnp.where(agents_vis[:, None], a.pos, mem.agent_pos)
     agent_seen = jnp.where(agents_vis, frame, mem.agent_seen)
     # the child is not where the agent remembers her: lost until seen again
-    vanished = ~agents_vis[S.CHILD] & W.in_view(state, agent, mem.agent_pos[S.CHILD][None], timing.view_dist)[0]
+    vanished = ~agents_vis[S.CHILD] & sight["extra"][CHECK_OBSTACLES + 1]
     child_lost = (mem.child_lost | vanished) & ~agents_vis[S.CHILD]
     child_far = agents_vis[S.CHILD] & (jnp.linalg.norm(agent_pos[S.CHILD] - agent_pos[S.MAIN]) > CHILD_FAR_RECENT)
     # a move that failed: avoid the spot for a while
@@ -306,14 +309,12 @@ def perceive(mem: AgentMemory, state: S.State, timing: W.Timing) -> AgentMemory:
     )
 
 
-def valid_subset(state: S.State, agent, obj) -> dict:
-    """Returns the entries of ``world.valid_actions(state, agent)`` the agents need, computed for one object only
-    (the full table tests every object against every wall): ``put_in``, ``put_on``, ``pick`` (``PICK + obj``) and
-    ``remove`` (``REMOVE + obj``), each ``bool``. Mirrors ``world.valid_actions``."""
+def valid_hands(state: S.State, agent) -> dict:
+    """Returns the entries of ``world.valid_actions(state, agent)`` that name no object: ``put_in`` and ``put_on``,
+    each ``bool`` (``valid_subset`` without the object's)."""
     o = state.objects
     cls = o.cls.astype(jnp.int32)
     hands = state.agents.hands[agent].astype(jnp.int32)
-    free = hands < 0
     h = jnp.maximum(hands, 0)
     held_kind = _KIND[jnp.where(hands >= 0, cls[h], 0)]
     load = W.contents(state)[h]
@@ -323,6 +324,15 @@ def valid_subset(state: S.State, agent, obj) -> dict:
     bike_load = jnp.where(held_kind == K.BIKE, load, 0).sum()
     something = ((hands >= 0) & (held_kind != K.BIKE)).any() | (bike_load > 0)
     goal_ok, _ = W.reach_distance(state, agent, state.scene.goal_pos, state.scene.goal_extent)
+    return {"put_in": put_in, "put_on": something & goal_ok}
+
+
+def valid_object(state: S.State, agent, obj) -> dict:
+    """Returns the entries of ``world.valid_actions(state, agent)`` about one object ``obj``: ``pick`` (``PICK +
+    obj``) and ``remove`` (``REMOVE + obj``), each ``bool``."""
+    o = state.objects
+    cls = o.cls.astype(jnp.int32)
+    free = state.agents.hands[agent] < 0
     obj = jnp.maximum(obj, 0)
     within, _ = W.reach_distance(state, agent, W.object_positions(state)[obj], o.size[obj])
     free_obj = (cls[obj] > 0) & (o.holder[obj] < 0) & (o.container[obj] < 0) & ~o.delivered[obj] & ~o.broken[obj]
@@ -330,11 +340,16 @@ def valid_subset(state: S.State, agent, obj) -> dict:
     hand_ok = jnp.where(kind == K.FURNITURE, free.all(), free.any())
     pickable = (kind == K.ITEM) | (kind == K.CONTAINER) | (kind == K.VASE) | (kind == K.FURNITURE)
     return {
-        "put_in": put_in,
-        "put_on": something & goal_ok,
         "pick": free_obj & within & pickable & hand_ok,
         "remove": free_obj & within & (kind == K.OBSTACLE) & free.any(),
     }
+
+
+def valid_subset(state: S.State, agent, obj) -> dict:
+    """Returns the entries of ``world.valid_actions(state, agent)`` the agents need, computed for one object only
+    (the full table tests every object against every wall): ``put_in``, ``put_on``, ``pick`` (``PICK + obj``) and
+    ``remove`` (``REMOVE + obj``), each ``bool``. Mirrors ``world.valid_actions``."""
+    return {**valid_hands(state, agent), **valid_object(state, agent, obj)}
 
 
 def _situation(mem: AgentMemory, state: S.State) -> dict:
@@ -398,12 +413,14 @@ def _situation(mem: AgentMemory, state: S.State) -> dict:
             jnp.where(mem.bump_until > frame, BUMP_RADIUS, 0.0),
         ]
     )
+    hands_valid = valid_hands(state, agent)
     return dict(
         src=src,
         heading=a.heading[agent],
         frame=frame,
         horizon=state.max_frames,
-        put_in=valid_subset(state, agent, -1)["put_in"],
+        put_in=hands_valid["put_in"],
+        put_on=hands_valid["put_on"],
         hands=hands,
         held=held,
         has_put=has_put,
@@ -529,13 +546,17 @@ def _commit(mem: AgentMemory, sit: dict, want, want_obj, want_view, keep) -> Age
     )
 
 
+#: the entries of ``_situation`` that ``_execute`` reads
+EXECUTE_KEYS = ("src", "heading", "views", "child_pos", "dist_matrix", "avoid", "radius", "put_in", "put_on")
+
+
 def _execute(mem: AgentMemory, state: S.State, sit: dict, put_in_first=True) -> tuple[jax.Array, AgentMemory]:
     """Returns ``(action int32, memory)``: the current plan's next action (the interaction when the world accepts
     it, else a step of the walk to it; turning around at a viewpoint or looking for the child), and, with
-    ``put_in_first``, ``PUT_IN`` whenever it is possible."""
+    ``put_in_first``, ``PUT_IN`` whenever it is possible. Reads only the ``EXECUTE_KEYS`` of ``sit``."""
     src = sit["src"]
     obj = jnp.maximum(mem.plan_obj, 0)
-    valid = valid_subset(state, mem.agent, obj)
+    valid = {"put_in": sit["put_in"], "put_on": sit["put_on"], **valid_object(state, mem.agent, obj)}
     view = jnp.maximum(mem.plan_view, 0)
     plan = mem.plan
     dst = jnp.select(
@@ -649,13 +670,14 @@ def _random_want(key: jax.Array, mem: AgentMemory, sit: dict):
     return want, obj, view, explored, choice == 2
 
 
-def rule_act(key: jax.Array, memory: AgentMemory, state: S.State, timing: W.Timing) -> tuple[jax.Array, AgentMemory]:
-    """Returns ``(action int32, memory)``: one decision of a rule-based agent of any role (the role is in
-    ``memory``): perceive, end the current plan when it is done, failed, timed out or (rules) no longer the kind
-    the priority list wants, choose the next one (by the rules, or at random for the random helper), act."""
-    mem = perceive(memory, state, timing)
-    sit = _situation(mem, state)
+def rule_plan(key: jax.Array, mem: AgentMemory, state: S.State, sit: dict) -> tuple[AgentMemory, jax.Array]:
+    """Returns ``(memory, drawn_put_in bool)``: the planning part of ``rule_act`` for a perceived memory ``mem`` and
+    its ``_situation`` ``sit``: end the current plan when it is done, failed, timed out or (rules) no longer the
+    kind the priority list wants, and choose the next one (by the rules, or at random for the random helper);
+    ``drawn_put_in`` when the random helper drew the one-action put-in (its action is then ``PUT_IN``). What is
+    left to do is ``_execute`` with ``sit``."""
     rnd = mem.random
+    sit = dict(sit)
     # the random helper's fetches pick up any known object, its removals take any known obstacle
     sit["target_cand"] = jnp.where(rnd, sit["pick_cand"], sit["target_cand"])
     sit["remove_cand"] = jnp.where(rnd, sit["obstacle_cand"], sit["remove_cand"])
@@ -672,8 +694,19 @@ def rule_act(key: jax.Array, memory: AgentMemory, state: S.State, timing: W.Timi
     keep = jnp.where(rnd, valid, keep)
     mem = mem.replace(explored=jnp.where(keep | (want != EXPLORE), mem.explored, explored))
     mem = _commit(mem, sit, want, obj, view, keep)
-    action, mem = _execute(mem, state, sit, put_in_first=~rnd)
-    action = jnp.where(rnd & ~keep & r_put_in, S.PUT_IN, action)  # the random helper's drawn put-in
+    return mem, rnd & ~keep & r_put_in
+
+
+def rule_act(key: jax.Array, memory: AgentMemory, state: S.State, timing: W.Timing) -> tuple[jax.Array, AgentMemory]:
+    """Returns ``(action int32, memory)``: one decision of a rule-based agent of any role (the role is in
+    ``memory``): perceive, end the current plan when it is done, failed, timed out or (rules) no longer the kind
+    the priority list wants, choose the next one (by the rules, or at random for the random helper), act
+    (``perceive``, ``_situation``, ``rule_plan``, ``_execute``)."""
+    mem = perceive(memory, state, timing)
+    sit = _situation(mem, state)
+    mem, drawn_put_in = rule_plan(key, mem, state, sit)
+    action, mem = _execute(mem, state, sit, put_in_first=~mem.random)
+    action = jnp.where(drawn_put_in, S.PUT_IN, action)  # the random helper's drawn put-in
     return action.astype(jnp.int32), mem
 
 

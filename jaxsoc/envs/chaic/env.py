@@ -259,15 +259,10 @@ class ChaicHelperEnv(Environment):
         return HelperState(world=world, main=memory, steps=steps), reward, success, truncated, info
 
     def step_env(self, key, state, action, params):
+        """Returns ``(obs, state, reward, terminated, truncated, info)`` of one helper step (module docstring). The
+        base class's auto-reset selects a reset's observation and state where the episode ended: the program
+        observes twice (the step's world, the reset's), as selecting the state first and observing it would."""
         state, reward, terminated, truncated, info = self._transition(key, state, action, params)
-        return _observe(state.world, S.HELPER, params), state, reward, terminated, truncated, info
-
-    def _auto_reset_step(self, key, state, action, params):
-        """As ``ChaicEnv._auto_reset_step``: the state is selected first and observed once."""
-        key, key_reset = jax.random.split(key)
-        stepped, reward, terminated, truncated, info = self._transition(key, state, action, params)
-        state = self._reset_state_where(terminated | truncated, key_reset, params, stepped)
-        info = dict(info, final_observation=_observe(stepped.world, S.HELPER, params), final_state=stepped)
         return _observe(state.world, S.HELPER, params), state, reward, terminated, truncated, info
 
     def action_space(self, params=None) -> spaces.Discrete:

@@ -53,19 +53,23 @@ def _dot(a: jax.Array, b: jax.Array) -> jax.Array:
 
 def segments_cross(p0: jax.Array, p1: jax.Array, q0: jax.Array, q1: jax.Array) -> jax.Array:
     """Returns ``bool[...]``: whether segments ``p0-p1`` and ``q0-q1`` (``float32[..., 2]``, broadcast) intersect,
-    touching included."""
-    r, s = p1 - p0, q1 - q0
-    denom = _cross(r, s)
-    qp = q0 - p0
-    safe = jnp.where(jnp.abs(denom) < _EPS, 1.0, denom)
-    t = _cross(qp, s) / safe
-    u = _cross(qp, r) / safe
+    touching included. Written on the coordinates (each split off once: a small program)."""
+    p0x, p0y, p1x, p1y = p0[..., 0], p0[..., 1], p1[..., 0], p1[..., 1]
+    q0x, q0y, q1x, q1y = q0[..., 0], q0[..., 1], q1[..., 0], q1[..., 1]
+    rx, ry, sx, sy = p1x - p0x, p1y - p0y, q1x - q0x, q1y - q0y
+    denom = rx * sy - ry * sx
+    qpx, qpy = q0x - p0x, q0y - p0y
+    parallel = jnp.abs(denom) < _EPS
+    safe = jnp.where(parallel, 1.0, denom)
+    t = (qpx * sy - qpy * sx) / safe
+    qp_r = qpx * ry - qpy * rx
+    u = qp_r / safe
     proper = (jnp.abs(denom) >= _EPS) & (t >= -_EPS) & (t <= 1 + _EPS) & (u >= -_EPS) & (u <= 1 + _EPS)
     # collinear overlaps (a move along a wall line): project both onto r
-    collinear = (jnp.abs(denom) < _EPS) & (jnp.abs(_cross(qp, r)) < _EPS)
-    rr = jnp.maximum(_dot(r, r), _EPS)
-    t0 = _dot(qp, r) / rr
-    t1 = _dot(q1 - p0, r) / rr
+    collinear = parallel & (jnp.abs(qp_r) < _EPS)
+    rr = jnp.maximum(rx * rx + ry * ry, _EPS)
+    t0 = (qpx * rx + qpy * ry) / rr
+    t1 = ((q1x - p0x) * rx + (q1y - p0y) * ry) / rr
     overlap = (jnp.maximum(t0, t1) >= -_EPS) & (jnp.minimum(t0, t1) <= 1 + _EPS)
     return proper | (collinear & overlap)
 

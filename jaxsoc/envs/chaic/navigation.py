@@ -49,16 +49,17 @@ def _point_segment_distance(p: jax.Array, a: jax.Array, b: jax.Array) -> jax.Arr
 
 
 def segment_clearance(scene: S.Scene, p: jax.Array, q: jax.Array) -> jax.Array:
-    """Returns ``float32``: the smallest distance between the segment ``p-q`` (``float32[2]`` each) and any wall (0
-    when it crosses one)."""
+    """Returns ``float32[...]``: the smallest distance between the segment ``p-q`` (``float32[..., 2]`` each,
+    broadcast) and any wall (0 when it crosses one)."""
     a, b = scene.walls[:, :2], scene.walls[:, 2:]
+    p, q = p[..., None, :], q[..., None, :]
     d = jnp.minimum(
         jnp.minimum(_point_segment_distance(p, a, b), _point_segment_distance(q, a, b)),
         jnp.minimum(_point_segment_distance(a, p, q), _point_segment_distance(b, p, q)),
     )
     hit = G.segments_cross(p, q, a, b)
     d = jnp.where(hit, 0.0, d)
-    return jnp.where(scene.wall_valid, d, _INF).min()
+    return jnp.where(scene.wall_valid, d, _INF).min(-1)
 
 
 def door_distances(scene: S.Scene, blocked: jax.Array | None = None) -> jax.Array:
@@ -103,9 +104,11 @@ def _door_geometry(scene: S.Scene, door: jax.Array, room: jax.Array) -> tuple[ja
     return normal, depth_here, depth_there
 
 
-def _route(scene: S.Scene, src: jax.Array, dst: jax.Array, dist_matrix: jax.Array):
-    """Returns ``(direct bool, length float32, first_door int32, src_room int32)``: whether ``dst`` is walked to in
-    a straight line, the path length, and the first door of the shortest route otherwise."""
+def _route_plan(scene: S.Scene, src: jax.Array, dst: jax.Array, dist_matrix: jax.Array) -> dict:
+    """Returns the route from ``src`` to ``dst`` but for the wall clearance of the straight line: ``same`` bool
+    (both in one room, or either in none: walked straight), ``blocked`` bool (the straight line passes a blocked
+    door), ``straight`` and ``via`` float32 (the straight and the door route's lengths), ``first`` int32 (the
+    route's first door) and ``src_room`` int32."""
     r_s = G.room_of(scene, src)
     r_d = G.room_of(scene, dst)
     straight = jnp.linalg.norm(dst - src)
@@ -113,8 +116,6 @@ def _route(scene: S.Scene, src: jax.Array, dst: jax.Array, dist_matrix: jax.Arra
     usable = scene.door_valid & jnp.isfinite(jnp.diagonal(dist_matrix))
     # a straight line through a doorway is fine, unless that door is blocked
     blocked = scene.door_valid & ~usable & (_point_segment_distance(scene.doors, src, dst) < BLOCKED_DOOR_PASS)
-    clear = (segment_clearance(scene, src, dst) >= CLEAR) & ~blocked.any()
-    direct = (r_s == r_d) | (r_s < 0) | (r_d < 0) | clear
     adj_s = usable & ((dr[:, 0] == r_s) | (dr[:, 1] == r_s))
     adj_d = usable & ((dr[:, 0] == r_d) | (dr[:, 1] == r_d))
     to_door = jnp.linalg.norm(scene.doors - src, axis=-1)
@@ -122,10 +123,29 @@ def _route(scene: S.Scene, src: jax.Array, dst: jax.Array, dist_matrix: jax.Arra
     total = to_door[:, None] + dist_matrix + from_door[None, :]
     total = jnp.where(adj_s[:, None] & adj_d[None, :], total, _INF)
     flat = jnp.argmin(total)
-    first = (flat // S.MAX_DOORS).astype(jnp.int32)
-    via = total.reshape(-1)[flat]
-    length = jnp.where(direct, straight, via)
-    return direct, length, first, r_s
+    return {
+        "same": (r_s == r_d) | (r_s < 0) | (r_d < 0),
+        "blocked": blocked.any(),
+        "straight": straight,
+        "via": total.reshape(-1)[flat],
+        "first": (flat // S.MAX_DOORS).astype(jnp.int32),
+        "src_room": r_s,
+    }
+
+
+def _route_end(plan: dict, clearance: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Returns ``(direct bool, length float32)`` of a ``_route_plan`` given the straight line's wall
+    ``clearance``."""
+    direct = plan["same"] | ((clearance >= CLEAR) & ~plan["blocked"])
+    return direct, jnp.where(direct, plan["straight"], plan["via"])
+
+
+def _route(scene: S.Scene, src: jax.Array, dst: jax.Array, dist_matrix: jax.Array):
+    """Returns ``(direct bool, length float32, first_door int32, src_room int32)``: whether ``dst`` is walked to in
+    a straight line, the path length, and the first door of the shortest route otherwise."""
+    plan = _route_plan(scene, src, dst, dist_matrix)
+    direct, length = _route_end(plan, segment_clearance(scene, src, dst))
+    return direct, length, plan["first"], plan["src_room"]
 
 
 def path_length(scene: S.Scene, src: jax.Array, dst: jax.Array, dist_matrix: jax.Array) -> jax.Array:
@@ -165,15 +185,16 @@ def next_waypoint(
     is clear (or the agent stands in the doorway or at the approach point), that point past the door.
     ``reachable`` is False (and the waypoint ``dst``) when no route exists (e.g. every door to ``dst``'s room
     is blocked)."""
-    direct, length, door, r_s = _route(scene, src, dst, dist_matrix)
-    normal, depth_here, depth_there = _door_geometry(scene, door, r_s)
+    plan = _route_plan(scene, src, dst, dist_matrix)
+    door = plan["first"]
+    normal, depth_here, depth_there = _door_geometry(scene, door, plan["src_room"])
     c = scene.doors[door]
     before = c + normal * jnp.minimum(APPROACH, depth_here / 2)
     after = c - normal * jnp.minimum(APPROACH, depth_there / 2)
+    clearance = segment_clearance(scene, src, jnp.stack([dst, after]))  # both straight lines in one test
+    direct, length = _route_end(plan, clearance[0])
     through = (
-        (segment_clearance(scene, src, after) >= CLEAR)
-        | (jnp.linalg.norm(src - c) < IN_DOORWAY)
-        | (jnp.linalg.norm(src - before) < IN_DOORWAY)
+        (clearance[1] >= CLEAR) | (jnp.linalg.norm(src - c) < IN_DOORWAY) | (jnp.linalg.norm(src - before) < IN_DOORWAY)
     )
     reachable = jnp.isfinite(length)
     waypoint = jnp.where(direct | ~reachable, dst, jnp.where(through, after, before))

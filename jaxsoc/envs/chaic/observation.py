@@ -42,12 +42,19 @@ def _relative(state: S.State, agent, points: jax.Array) -> jax.Array:
     return jnp.stack([d @ fwd, d @ left], -1)
 
 
-def observe(state: S.State, agent: int, sees_goal: bool = False, view_dist: float = W.VIEW_DIST, rays: int = 0) -> dict:
-    """Returns ``agent``'s observation (see the module docstring). ``agent`` is static (0 or 1)."""
+def observe(
+    state: S.State,
+    agent: int,
+    sees_goal: bool = False,
+    view_dist: float = W.VIEW_DIST,
+    rays: int = 0,
+    mask: bool = True,
+) -> dict:
+    """Returns ``agent``'s observation (see the module docstring). ``agent`` is static (0 or 1). Without ``mask``
+    the dict has no ``action_mask`` (for a caller that puts its own there: the options view)."""
     obj, a = state.objects, state.agents
-    vis = W.visible_objects(state, agent, view_dist)
-    pos = W.object_positions(state)
-    carrier = W.object_carrier(state)
+    sight = W.sightings(state, agent, view_dist)  # one line-of-sight test for objects, agents and the goal place
+    vis, pos, carrier = sight["objects"], sight["positions"], sight["carrier"]
     where = jnp.select(
         [obj.delivered, obj.container >= 0, carrier == agent, carrier >= 0],
         [4, 3, 1, 2],
@@ -75,7 +82,7 @@ def observe(state: S.State, agent: int, sees_goal: bool = False, view_dist: floa
     hands, hand_contents = held_classes(agent)
     direction = G.heading_vector(a.heading[agent])
     partner = S.HELPER if agent == S.MAIN else S.MAIN
-    seen = W.visible_agents(state, agent, view_dist)
+    seen = sight["agents"]
     p_vis = seen[partner]
     rel_heading = (a.heading[partner] - a.heading[agent]) % K.NUM_HEADINGS
     p_dir = G.heading_vector(rel_heading)
@@ -84,7 +91,7 @@ def observe(state: S.State, agent: int, sees_goal: bool = False, view_dist: floa
     kind, target = S.decode_action(p_action)
     target_cls = jnp.where(target >= 0, obj.cls[jnp.maximum(target, 0)], 0)
     p_hands, _ = held_classes(partner)
-    goal_vis = W.goal_visible(state, agent, view_dist)
+    goal_vis = sight["goal"]
     out = {
         "objects": objects,
         "pose": jnp.concatenate([a.pos[agent], direction]),
@@ -104,8 +111,9 @@ def observe(state: S.State, agent: int, sees_goal: bool = False, view_dist: floa
         "goal_rel": jnp.where(goal_vis, _relative(state, agent, state.scene.goal_pos), 0.0),
         "goal_height": jnp.where(goal_vis, state.scene.goal_height, 0.0),
         "goal": (state.goal_count if sees_goal else jnp.zeros_like(state.goal_count)).astype(jnp.int8),
-        "action_mask": W.valid_actions(state, agent),
     }
+    if mask:
+        out["action_mask"] = W.valid_actions(state, agent)
     if rays:
         from jaxsoc.envs.chaic import raycast
 

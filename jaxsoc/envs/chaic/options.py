@@ -227,9 +227,21 @@ def valid_options(mem: A.AgentMemory, state: S.State, sit: dict, rooms: bool = F
 def _decide(mem: OptionMemory, state: S.State, timing: W.Timing):
     """Returns ``(action int32, mem, ended bool)`` at a decision of the helper (it is ready; ``mem`` has ``notice``d
     its partner): ``ended`` when the running option is over (then ``action`` is to be ignored and ``mem`` has it
-    closed), else its next action."""
+    closed), else its next action (``agents.perceive``, ``agents._situation``, ``_decide_plan``,
+    ``agents._execute``, ``_decide_end``)."""
     agent = A.perceive(mem.agent, state, timing)
     sit = A._situation(agent, state)
+    agent, plan = _decide_plan(mem, agent, state, sit)
+    act, running = A._execute(agent, state, sit, put_in_first=False)
+    return _decide_end(mem, plan, act, running, sit)
+
+
+def _decide_plan(mem: OptionMemory, agent: A.AgentMemory, state: S.State, sit: dict) -> tuple[A.AgentMemory, dict]:
+    """Returns ``(agent, plan)``: the part of ``_decide`` before the action, for the helper's perceived memory
+    ``agent`` (``mem.agent`` after ``agents.perceive``) and its ``_situation`` ``sit``: ``agent`` set to carry out
+    the running option (``agents._execute`` with ``sit`` gives its next action), ``plan`` what ``_decide_end``
+    needs (``kind``, ``obj``, ``first``, ``valid``, ``ended`` bool, ``want`` int32, ``closed`` the memory with
+    the option closed)."""
     opt = mem.option
     in_room = opt >= ROOM  # a room option explores as EXPLORE does, within its room
     kind = jnp.select([in_room, opt >= REMOVE, opt >= FETCH], [EXPLORE, REMOVE, FETCH], opt)
@@ -270,7 +282,15 @@ def _decide(mem: OptionMemory, state: S.State, timing: W.Timing):
     # an ended option: close it as the rules close a plan (a viewpoint scanned or stuck marked, a timed-out fetch
     # or removal marked failed)
     closed = A._finish_plan(agent, sit, jnp.bool_(False))
-    act, running = A._execute(agent, state, sit, put_in_first=False)
+    plan = {"kind": kind, "obj": obj, "first": first, "valid": valid, "ended": ended, "want": want, "closed": closed}
+    return agent, plan
+
+
+def _decide_end(mem: OptionMemory, plan: dict, act: jax.Array, running: A.AgentMemory, sit: dict):
+    """Returns ``_decide``'s ``(action int32, mem, ended bool)`` from ``_decide_plan``'s ``plan`` and the action
+    and memory ``agents._execute`` gave (``act``, ``running``)."""
+    kind, obj, first, valid = plan["kind"], plan["obj"], plan["first"], plan["valid"]
+    ended, want, closed = plan["ended"], plan["want"], plan["closed"]
     act = jnp.select([kind == PUT_IN, kind == WAIT], [S.PUT_IN, S.WAIT], act)
     fallback = first & ~valid
     act = jnp.where(fallback, S.WAIT, act).astype(jnp.int32)
@@ -285,15 +305,46 @@ def _decide(mem: OptionMemory, state: S.State, timing: W.Timing):
     return act, _select_tree(ended, over, going), ended
 
 
-def expert_option(mem: A.AgentMemory, state: S.State, knows_goal: bool = False, rooms: bool = False) -> jax.Array:
+def _pair(first: Any, second: Any) -> Any:
+    return jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), first, second)
+
+
+def _member(pair: Any, i: int) -> Any:
+    return jax.tree_util.tree_map(lambda x: x[i], pair)
+
+
+def act_together(key_main: jax.Array, main: A.AgentMemory, helper: OptionMemory, state: S.State, timing: W.Timing):
+    """Returns ``(act_main int32, main, act_helper int32, helper, ended bool)``: the constrained agent's
+    ``agents.rule_act`` (key ``key_main``, memory ``main``) and the helper's ``_decide`` (``helper`` has ``notice``d
+    its partner) in the same ``state``, their common parts (``agents.perceive``, ``agents._situation``,
+    ``agents._execute``) computed for both at once (``jax.vmap`` over the two: one copy of each in the program).
+    The same values as calling the two. (``agents._situation`` stays one call per agent: vmapped, XLA fuses its
+    path lengths differently and a distance can move by a unit in the last place.)"""
+    pair = jax.vmap(A.perceive, in_axes=(0, None, None))(_pair(main, helper.agent), state, timing)
+    m_sit, h_sit = A._situation(_member(pair, 0), state), A._situation(_member(pair, 1), state)
+    sits = _pair(*({k: sit[k] for k in A.EXECUTE_KEYS} for sit in (m_sit, h_sit)))
+    main, drawn_put_in = A.rule_plan(key_main, _member(pair, 0), state, m_sit)
+    agent, plan = _decide_plan(helper, _member(pair, 1), state, h_sit)
+    put_in_first = jnp.stack([~main.random, jnp.bool_(False)])
+    acts, runs = jax.vmap(A._execute, in_axes=(0, None, 0, 0))(_pair(main, agent), state, sits, put_in_first)
+    act_main = jnp.where(drawn_put_in, S.PUT_IN, acts[0]).astype(jnp.int32)
+    act_helper, helper, ended = _decide_end(helper, plan, acts[1], _member(runs, 1), h_sit)
+    return act_main, _member(runs, 0), act_helper, helper, ended
+
+
+def expert_option(
+    mem: A.AgentMemory, state: S.State, knows_goal: bool = False, rooms: bool = False, sit: dict | None = None
+) -> jax.Array:
     """Returns ``int32``: the RHP rules' option for the helper of ``mem`` (perceived) now: ``PUT_IN`` when
     possible, else the plan the priority list wants (``agents._rules_want``), falling back to ``EXPLORE`` where
     that option is not valid. ``knows_goal``: the rules told the true goal (``state.goal_count``: they fetch only
     what is still needed) while perceiving only what the helper perceives, a privileged teacher for cloning.
-    ``rooms``: exploring is the room option of the viewpoint the rules would walk to (``ROOM + its room``)."""
+    ``rooms``: exploring is the room option of the viewpoint the rules would walk to (``ROOM + its room``).
+    ``sit``: ``agents._situation`` of ``mem`` in ``state`` when the caller has it (not with ``knows_goal``)."""
     if knows_goal:
         mem = mem.replace(goal_count=state.goal_count.astype(jnp.int8), knows_goal=jnp.bool_(True))
-    sit = A._situation(mem, state)
+        sit = None
+    sit = A._situation(mem, state) if sit is None else sit
     want, obj, view, _ = A._rules_want(mem, state, sit)
     opt = jnp.select(
         [
@@ -334,11 +385,14 @@ def room_view(mem: A.AgentMemory, state: S.State, sit: dict) -> dict:
     }
 
 
-def observe(options: OptionMemory, state: S.State, params: E.ChaicParams, rooms: bool = False) -> dict:
+def observe(
+    options: OptionMemory, state: S.State, params: E.ChaicParams, rooms: bool = False, sit: dict | None = None
+) -> dict:
     """Returns the helper's observation (module docstring) from its option memory (perceived); with ``rooms`` the
-    mask covers the room options and ``rooms`` (``room_view``) is added."""
+    mask covers the room options and ``rooms`` (``room_view``) is added. ``sit``: ``agents._situation`` of
+    ``options.agent`` in ``state`` when the caller has it (else computed)."""
     mem = options.agent
-    obs = O.observe(state, S.HELPER, params.sees_goal[S.HELPER], params.timing.view_dist, params.rays)
+    obs = O.observe(state, S.HELPER, params.sees_goal[S.HELPER], params.timing.view_dist, params.rays, mask=False)
     vis = obs["objects"]["visible"]
     known = mem.seen & (state.objects.cls > 0)
     rel = O._relative(state, S.HELPER, mem.last_pos)
@@ -349,7 +403,7 @@ def observe(options: OptionMemory, state: S.State, params: E.ChaicParams, rooms:
         "height": jnp.where(vis, obs["objects"]["height"], 0.0),
         "where": jnp.where(vis, obs["objects"]["where"], 0).astype(jnp.int8),
     }
-    sit = A._situation(mem, state)
+    sit = A._situation(mem, state) if sit is None else sit
     obs["action_mask"] = valid_options(mem, state, sit, rooms)
     if rooms:
         obs["rooms"] = room_view(mem, state, sit)
@@ -438,17 +492,15 @@ class ChaicOptionsEnv(Environment):
     def default_params(self) -> E.ChaicParams:
         return E.params_for(self.task)
 
-    def _observe(self, state: OptionsState, params) -> dict:
-        return observe(state.helper, state.world, params, self.rooms)
-
     def reset_env(self, key, params):
         k_task, k_main = jax.random.split(key)
         world = E.draw_task(k_task, params)
         helper = init_memory(world, self.partner)
         helper = helper.replace(agent=A.perceive(helper.agent, world, params.timing))
-        state = OptionsState(world, self.main.init(k_main, world, S.MAIN), helper, jnp.int32(0), jnp.int32(WAIT))
-        state = state.replace(expert=expert_option(helper.agent, world, rooms=self.rooms))
-        return self._observe(state, params), state
+        sit = A._situation(helper.agent, world)  # shared by the expert's choice and the observation
+        expert = expert_option(helper.agent, world, rooms=self.rooms, sit=sit)
+        state = OptionsState(world, self.main.init(k_main, world, S.MAIN), helper, jnp.int32(0), expert)
+        return observe(helper, world, params, self.rooms, sit), state
 
     def _transition(self, key, state: OptionsState, action, params):
         timing = params.timing
@@ -458,11 +510,11 @@ class ChaicOptionsEnv(Environment):
             k_main, k_step = jax.random.split(k)
             live = live & ~(W.success(world) | (world.frame >= world.max_frames))
             ready = W.ready(world)
-            act, decided, ended = _decide(notice(helper, world, timing, self.partner), world, timing)
+            noticed = notice(helper, world, timing, self.partner)
+            act_main, new_main, act, decided, ended = act_together(k_main, main, noticed, world, timing)
             ended = ended & ready[S.HELPER]
             live = live & ~ended
             helper = _select_tree(ready[S.HELPER] & (live | ended), decided, helper)
-            act_main, new_main = self.main.act(k_main, main, world, timing)
             stepped, _ = W.step_event(
                 k_step, world, jnp.stack([act_main, jnp.where(ready[S.HELPER], act, S.WAIT)]), timing
             )
@@ -480,27 +532,22 @@ class ChaicOptionsEnv(Environment):
         success = W.success(world)
         truncated = ~success & (world.frame >= world.max_frames)
         helper = helper.replace(agent=A.perceive(helper.agent, world, timing))
+        sit = A._situation(helper.agent, world)  # shared by the expert's choice and the observation
         steps = state.steps + 1
-        new = OptionsState(world, main, helper, steps, expert_option(helper.agent, world, rooms=self.rooms))
+        new = OptionsState(world, main, helper, steps, expert_option(helper.agent, world, rooms=self.rooms, sit=sit))
         info = {
             "success": success,
             "transport_rate": W.transport_rate(world),
             "frame": world.frame,
             "episode_steps": steps,
         }
-        return new, reward.astype(jnp.float32), success, truncated, info
+        obs = observe(helper, world, params, self.rooms, sit)
+        return obs, new, reward.astype(jnp.float32), success, truncated, info
 
     def step_env(self, key, state, action, params):
-        state, reward, terminated, truncated, info = self._transition(key, state, action, params)
-        return self._observe(state, params), state, reward, terminated, truncated, info
-
-    def _auto_reset_step(self, key, state, action, params):
-        """As ``env.ChaicHelperEnv._auto_reset_step``: the state is selected first and observed once."""
-        key, key_reset = jax.random.split(key)
-        stepped, reward, terminated, truncated, info = self._transition(key, state, action, params)
-        state = self._reset_state_where(terminated | truncated, key_reset, params, stepped)
-        info = dict(info, final_observation=self._observe(stepped, params), final_state=stepped)
-        return self._observe(state, params), state, reward, terminated, truncated, info
+        """Returns ``(obs, state, reward, terminated, truncated, info)`` of one option (module docstring). The base
+        class's auto-reset selects a reset's observation and state where the episode ended."""
+        return self._transition(key, state, action, params)
 
     def action_space(self, params=None) -> spaces.Discrete:
         return spaces.Discrete(num_options(self.rooms))

@@ -129,12 +129,42 @@ def goal_visible(state: S.State, agent, view_dist: float = VIEW_DIST) -> jax.Arr
     return in_view(state, agent, state.scene.goal_pos[None], view_dist)[0]
 
 
-def reach_distance(state: S.State, agent, point: jax.Array, extent: jax.Array) -> tuple[jax.Array, jax.Array]:
+def sightings(state: S.State, agent, view_dist: float = VIEW_DIST, extra: jax.Array | None = None) -> dict:
+    """Returns what ``agent`` sees now, from one ``in_view`` over every point of interest (one copy of the line of
+    sight test in the program instead of one per call): ``objects`` bool[MAX_OBJECTS] (``visible_objects``),
+    ``agents`` bool[NUM_AGENTS] (``visible_agents``), ``goal`` bool (``goal_visible``), ``extra`` bool[P]
+    (``in_view`` of the ``extra`` points, float32[P, 2]; empty without them), and the ``positions``
+    float32[MAX_OBJECTS, 2] (``object_positions``) and ``carrier`` int32[MAX_OBJECTS] (``object_carrier``) it
+    computed on the way."""
+    a = state.agents
+    pos = object_positions(state)
+    carrier = object_carrier(state)
+    points = [pos, a.pos, state.scene.goal_pos[None]]
+    if extra is not None:
+        points.append(extra)
+    seen = in_view(state, agent, jnp.concatenate(points), view_dist)
+    n, m = S.MAX_OBJECTS, S.MAX_OBJECTS + S.NUM_AGENTS
+    return {
+        "objects": (state.objects.cls > 0) & (seen[:n] | (carrier == agent)),
+        "agents": seen[n:m] & a.active & (jnp.arange(S.NUM_AGENTS) != agent),
+        "goal": seen[m],
+        "extra": seen[m + 1 :],
+        "positions": pos,
+        "carrier": carrier,
+    }
+
+
+def reach_distance(
+    state: S.State, agent, point: jax.Array, extent: jax.Array, blocked: jax.Array | None = None
+) -> tuple[jax.Array, jax.Array]:
     """Returns ``(within bool, distance float32)``: whether ``agent`` can walk straight to ``point`` (something of
-    horizontal ``extent``) to act on it: within 3 m + half the extent (``move_to.py``), no wall between."""
+    horizontal ``extent``) to act on it: within 3 m + half the extent (``move_to.py``), no wall between.
+    ``blocked``: whether a wall is between, when the caller tested it already (with others, in one test)."""
     src = state.agents.pos[agent]
     dist = jnp.linalg.norm(point - src)
-    ok = (dist <= K.REACH + extent / 2) & ~G.crosses_wall(state.scene, src, point)
+    if blocked is None:
+        blocked = G.crosses_wall(state.scene, src, point)
+    ok = (dist <= K.REACH + extent / 2) & ~blocked
     return ok, dist
 
 
@@ -176,8 +206,9 @@ def ready(state: S.State) -> jax.Array:
 # -- validity -----------------------------------------------------------------------------------------------
 
 
-def _basic_valid(state: S.State, agent) -> jax.Array:
-    """Returns ``bool[PICK]``: the validity of the actions that name no object (see ``valid_actions``)."""
+def _basic_valid(state: S.State, agent, goal_blocked: jax.Array | None = None) -> jax.Array:
+    """Returns ``bool[PICK]``: the validity of the actions that name no object (see ``valid_actions``);
+    ``goal_blocked``: whether a wall is between the agent and the goal place, when the caller tested it."""
     obj = state.objects
     hands = state.agents.hands[agent]
     held_cls = jnp.where(hands >= 0, obj.cls[jnp.maximum(hands, 0)], 0).astype(jnp.int32)
@@ -188,20 +219,33 @@ def _basic_valid(state: S.State, agent) -> jax.Array:
     put_in = (holder_ok[0] & item_ok[1]) | (holder_ok[1] & item_ok[0])
     bike_load = jnp.where(held_kind == K.BIKE, load, 0).sum()
     something = ((hands >= 0) & (held_kind != K.BIKE)).any() | (bike_load > 0)
-    goal_ok, _ = reach_distance(state, agent, state.scene.goal_pos, state.scene.goal_extent)
+    goal_ok, _ = reach_distance(state, agent, state.scene.goal_pos, state.scene.goal_extent, goal_blocked)
     return jnp.ones(S.PICK, bool).at[S.PUT_IN].set(put_in).at[S.PUT_ON].set(something & goal_ok)
 
 
-def _object_valid(state: S.State, agent, index: jax.Array) -> tuple[jax.Array, jax.Array]:
+def _walls_to_goal_and(state: S.State, agent, points: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Returns ``(blocked bool[P], goal_blocked bool)``: whether a wall is between ``agent`` and each of ``points``
+    (``float32[P, 2]``) and the goal place, in one wall test."""
+    src = state.agents.pos[agent]
+    blocked = G.crosses_wall(state.scene, src, jnp.concatenate([points, state.scene.goal_pos[None]]))
+    return blocked[:-1], blocked[-1]
+
+
+def _object_valid(
+    state: S.State, agent, index: jax.Array, blocked: jax.Array | None = None
+) -> tuple[jax.Array, jax.Array]:
     """Returns ``(pick, remove)`` ``bool[len(index)]``: whether picking up / removing the objects ``index`` is
-    valid (see ``valid_actions``)."""
+    valid (see ``valid_actions``); ``blocked``: whether a wall is between the agent and each, when the caller
+    tested it."""
     obj = state.objects
     free = state.agents.hands[agent] < 0
     pos = object_positions(state)[index]
     src = state.agents.pos[agent]
     d = pos - src
     dist = jnp.sqrt(d[..., 0] ** 2 + d[..., 1] ** 2)
-    reachable = (dist <= K.REACH + obj.size[index] / 2) & ~G.crosses_wall(state.scene, src, pos)
+    if blocked is None:
+        blocked = G.crosses_wall(state.scene, src, pos)
+    reachable = (dist <= K.REACH + obj.size[index] / 2) & ~blocked
     free_obj = (obj.cls > 0) & (obj.holder < 0) & (obj.container < 0) & ~obj.delivered & ~obj.broken
     free_obj = free_obj[index] & reachable
     cls = obj.cls[index].astype(jnp.int32)
@@ -214,8 +258,9 @@ def valid_actions(state: S.State, agent) -> jax.Array:
     wait and message always; put in with an item in one hand and a container (or the bike) with room in the
     other; put on with something to put and the goal place within reach; pick up a free, reachable object with a
     free hand (both for furniture); remove a reachable obstacle with a free hand."""
-    pick, remove = _object_valid(state, agent, jnp.arange(S.MAX_OBJECTS))
-    return jnp.concatenate([_basic_valid(state, agent), pick, remove])
+    blocked, goal_blocked = _walls_to_goal_and(state, agent, object_positions(state))
+    pick, remove = _object_valid(state, agent, jnp.arange(S.MAX_OBJECTS), blocked)
+    return jnp.concatenate([_basic_valid(state, agent, goal_blocked), pick, remove])
 
 
 def action_valid(state: S.State, agent, action: jax.Array) -> jax.Array:
@@ -223,8 +268,10 @@ def action_valid(state: S.State, agent, action: jax.Array) -> jax.Array:
     the object the action names."""
     kind, obj = S.decode_action(action)
     inside = (action >= 0) & (action < S.NUM_ACTIONS)
-    pick, remove = _object_valid(state, agent, jnp.maximum(obj, 0)[None])
-    basic = _basic_valid(state, agent)[jnp.clip(action, 0, S.PICK - 1)]
+    index = jnp.maximum(obj, 0)[None]
+    blocked, goal_blocked = _walls_to_goal_and(state, agent, object_positions(state)[index])
+    pick, remove = _object_valid(state, agent, index, blocked)
+    basic = _basic_valid(state, agent, goal_blocked)[jnp.clip(action, 0, S.PICK - 1)]
     return inside & jnp.where(kind == 7, pick[0], jnp.where(kind == 8, remove[0], basic))
 
 
@@ -240,9 +287,11 @@ def _approach(src, point, extent):
     return spot, walk
 
 
-def _start(state: S.State, agent, action, timing: Timing) -> S.State:
-    """Returns ``state`` with ``agent`` starting ``action``: its duration, the place it ends at, status ONGOING
-    (an action refused at once still lasts ``timing.fail`` frames and then FAILS)."""
+def _start_values(state: S.State, agent, action, timing: Timing) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Returns ``(stored int32, done int32, end float32[2])`` of ``agent`` starting ``action`` in ``state``: the
+    ``Agents.action`` value (``-1 - action`` when refused at once), the frame it finishes at (an action refused at
+    once still lasts ``timing.fail`` frames and then FAILS) and the place it ends at. Reads nothing that starting
+    another agent's action changes, so both controlled agents' starts can be computed at once (``_start_both``)."""
     a = state.agents
     kind, obj_i = S.decode_action(action)
     o = jnp.maximum(obj_i, 0)
@@ -283,12 +332,44 @@ def _start(state: S.State, agent, action, timing: Timing) -> S.State:
     end = jnp.where(kind == S.MOVE, src + K.MOVE_STEP * move_dir, jnp.where(kind >= S.PUT_ON, spot, src))
     end = jnp.where(valid & ((kind == S.MOVE) | (kind >= 7) | (kind == S.PUT_ON)), end, src)
     done = state.frame + jnp.maximum(jnp.round(frames), 1).astype(jnp.int32)
+    stored = jnp.where(valid, action, -1 - jnp.maximum(action, 0)).astype(jnp.int32)
+    return stored, done, end
+
+
+def _start(state: S.State, agent, action, timing: Timing) -> S.State:
+    """Returns ``state`` with ``agent`` starting ``action``: its duration, the place it ends at, status ONGOING
+    (an action refused at once still lasts ``timing.fail`` frames and then FAILS)."""
+    stored, done, end = _start_values(state, agent, action, timing)
+    a = state.agents
     agents = a.replace(
-        action=a.action.at[agent].set(jnp.where(valid, action, -1 - jnp.maximum(action, 0)).astype(jnp.int32)),
+        action=a.action.at[agent].set(stored),
         start_frame=a.start_frame.at[agent].set(state.frame),
         done_frame=a.done_frame.at[agent].set(done),
         status=a.status.at[agent].set(S.ONGOING),
         target_pos=a.target_pos.at[agent].set(end),
+    )
+    return state.replace(agents=agents)
+
+
+def _start_both(state: S.State, actions: jax.Array, starting: jax.Array, timing: Timing) -> S.State:
+    """Returns ``state`` with the controlled agents ``starting`` (``bool[2]``) starting ``actions`` (``int32[2]``):
+    ``_start`` for each, computed for both at once (``jax.vmap`` over the two: one copy of the work in the program);
+    the same as starting them one after the other, as neither start reads what the other writes."""
+    agents = jnp.arange(2, dtype=jnp.int32)
+    actions = jnp.asarray(actions, jnp.int32)[:2]
+    stored, done, end = jax.vmap(_start_values, in_axes=(None, 0, 0, None))(state, agents, actions, timing)
+    a = state.agents
+
+    def put(column: jax.Array, value: jax.Array) -> jax.Array:
+        on = starting.reshape(starting.shape + (1,) * (column.ndim - 1))
+        return column.at[:2].set(jnp.where(on, value.astype(column.dtype), column[:2]))
+
+    agents = a.replace(
+        action=put(a.action, stored),
+        start_frame=put(a.start_frame, jnp.broadcast_to(state.frame, (2,))),
+        done_frame=put(a.done_frame, done),
+        status=put(a.status, jnp.full((2,), S.ONGOING, a.status.dtype)),
+        target_pos=put(a.target_pos, end),
     )
     return state.replace(agents=agents)
 
@@ -425,7 +506,9 @@ def _finish_put_on(key, state, agent):
     slot = jnp.where(plain.any(), jnp.argmax(plain), jnp.argmax(bike))
     thing = h[slot]
     is_bike = kinds[slot] == K.BIKE
-    within, _ = reach_distance(state, agent, state.scene.goal_pos, state.scene.goal_extent)
+    behind = a.pos[agent] - K.DROP_BEHIND * G.heading_vector(a.heading[agent])
+    walls = G.crosses_wall(state.scene, a.pos[agent], jnp.stack([state.scene.goal_pos, behind]))  # one wall test
+    within, _ = reach_distance(state, agent, state.scene.goal_pos, state.scene.goal_extent, walls[0])
     ok = has & within & (jax.random.uniform(key) < put_probability(state, agent))
     idx = jnp.arange(S.MAX_OBJECTS)
     moved = ((idx == thing) & ~is_bike) | (o.container == thing)  # the object (container) and its contents
@@ -440,8 +523,7 @@ def _finish_put_on(key, state, agent):
     useful = state.useful.at[agent].add((after & ~before & moved & ok).sum())
     offset = jnp.stack([jnp.cos(idx * 2.4), jnp.sin(idx * 2.4)], -1) * state.scene.goal_extent * 0.3
     goal_pos = state.scene.goal_pos + offset
-    behind = a.pos[agent] - K.DROP_BEHIND * G.heading_vector(a.heading[agent])
-    behind = jnp.where(G.crosses_wall(state.scene, a.pos[agent], behind), a.pos[agent], behind)
+    behind = jnp.where(walls[1], a.pos[agent], behind)
     fail_drop = has & ~ok
     top = jnp.asarray(K.CLASS_HEIGHT)[cls]
     drop_here = (idx == thing) & ~is_bike
@@ -505,13 +587,14 @@ def _finish(key, state: S.State, agent) -> S.State:
         lambda: _finish_pick(k_pick, state, agent, obj),
         lambda: _finish_remove(state, agent, obj),
     ]
-    # every branch computed, one selected: no control flow. Selecting leaf by leaf (rather than stacking the nine
-    # states) lets XLA drop the selects of the leaves a branch leaves unchanged: a much smaller program to compile.
+    # every branch computed, one selected: no control flow. Selected leaf by leaf, and only the leaves a branch
+    # changed (``select_changed``): the program holds a select for each leaf a branch writes, not for every leaf of
+    # the state nine times.
     index = jnp.where(refused(action), -1, jnp.clip(kind, 0, len(branches) - 1))
     new_state, ok = state, jnp.bool_(False)
     for k, branch in enumerate(branches):
         branch_state, branch_ok = branch()
-        new_state = jnp_select(index == k, branch_state, new_state)
+        new_state = select_changed(index == k, branch_state, new_state, state)
         ok = jnp.where(index == k, branch_ok, ok)
     status = jnp.where(ok, S.SUCCEEDED, S.FAILED).astype(jnp.int8)
     ag = new_state.agents
@@ -519,8 +602,17 @@ def _finish(key, state: S.State, agent) -> S.State:
 
 
 def jnp_select(pred, on_true, on_false):
-    """Returns the pytree ``on_true`` where ``pred`` else ``on_false`` (leafwise ``jnp.where``)."""
-    return jax.tree_util.tree_map(lambda x, y: jnp.where(pred, x, y), on_true, on_false)
+    """Returns the pytree ``on_true`` where ``pred`` else ``on_false`` (leafwise ``jnp.where``; a leaf that is the
+    same array in both is returned as it is: no select in the program for what a computation left unchanged)."""
+    return jax.tree_util.tree_map(lambda x, y: y if x is y else jnp.where(pred, x, y), on_true, on_false)
+
+
+def select_changed(pred, on_true, on_false, base):
+    """Returns the pytree ``on_true`` where ``pred`` else ``on_false``, leaf by leaf, for the leaves ``on_true``
+    changed from ``base`` (the state it was computed from); elsewhere ``on_false``'s leaf. The same value as
+    ``jnp_select`` whenever ``on_false`` equals ``base`` on those leaves where ``pred`` holds (a chain of exclusive
+    branches all computed from ``base``: ``_finish``)."""
+    return jax.tree_util.tree_map(lambda x, y, b: y if x is b else jnp.where(pred, x, y), on_true, on_false, base)
 
 
 # -- the child ----------------------------------------------------------------------------------------------
@@ -584,9 +676,7 @@ def step_event(key: jax.Array, state: S.State, actions: jax.Array, timing: Timin
     ``elapsed`` int32 (frames advanced), ``status`` int8[3]."""
     k_child, k_finish = jax.random.split(key)
     is_ready = ready(state)
-    for agent in (S.MAIN, S.HELPER):
-        started = _start(state, agent, jnp.asarray(actions[agent], jnp.int32), timing)
-        state = jnp_select(is_ready[agent], started, state)
+    state = _start_both(state, actions, is_ready[:2], timing)
     state = jnp_select(is_ready[S.CHILD], _child_start(k_child, state, timing), state)
     a = state.agents
     busy = a.active & (a.status == S.ONGOING)
@@ -598,8 +688,13 @@ def step_event(key: jax.Array, state: S.State, actions: jax.Array, timing: Timin
     state = state.replace(frame=now, away_frames=away)
     finishing = busy & (a.done_frame <= now)
     keys = jax.random.split(k_finish, 2)
-    for agent in (S.MAIN, S.HELPER):
-        state = jnp_select(finishing[agent], _finish(keys[agent], state, agent), state)
+
+    def finish(state: S.State, xs):  # the constrained agent's, then the helper's (a pick-up may race)
+        agent, k, on = xs
+        return jnp_select(on, _finish(k, state, agent), state), None
+
+    agents = jnp.arange(2, dtype=jnp.int32)
+    state, _ = jax.lax.scan(finish, state, (agents, keys, finishing[:2]))
     state = jnp_select(finishing[S.CHILD], _child_finish(state), state)
     info = {"started": is_ready, "finished": finishing, "elapsed": elapsed, "status": state.agents.status}
     return state, info
