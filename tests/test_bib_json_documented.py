@@ -1,13 +1,13 @@
 """BIB's reader on a file written from the format's public description, not by ``bibjson.episode_to_json``.
 
-No official BIB file is available here. This file is built frame by frame from the description of the format that
-BIB's third-party readers document (``social-benchmarks-spec.md`` §3.1: ``SolvingBIB.jl`` ``conversion.jl`` and the
-MCS converter): 200x200 px frames, 20 px cells, a bottom-left origin, an entity as ``[[x, y], size, image_src,
-[r, g, b]]`` whose centre is ``(x + size, y + size)``, the key in ``pin`` and the lock in ``key``, BIB's timing (30
-still frames, 10 frames per cell, 83 still frames), and what jaxsoc's writer never produces: walls as long
+No official BIB file is available here. This file is built frame by frame from the description of the format that BIB's
+third-party readers document (``SolvingBIB.jl`` ``conversion.jl`` and the MCS ``agent_scene_pair_json_converter.py``;
+``bibjson``'s module docstring): 200x200 px frames, 20 px cells, a bottom-left origin, an entity as ``[[x, y], size,
+image_src, [r, g, b]]`` whose centre is ``(x + size, y + size)``, the key in ``pin`` and the lock in ``key``, BIB's
+timing (30 still frames, 10 frames per cell, 83 still frames), and what jaxsoc's writer never produces: walls as long
 rectangles (the border as four), positions as floats, image paths with folders, colours off jaxsoc's palette, and a
-``paddle`` field that newer files carry. The test reads it and checks every field of the episode against what the
-frames show.
+``paddle`` field that newer files carry. The test reads it and checks every field of the episode against what the frames
+show.
 """
 
 from __future__ import annotations

@@ -251,11 +251,11 @@ def _fit_held_out(learner, episodes, steps: int, optimize: bool = False):
 
 
 def test_symbolic_bc_beats_predicting_no_motion_on_held_out_episodes(episodes):
-    """Issue 40's recipe on symbolic states (any trial as the query, every real step of it a query) trained on
-    24 episodes: the BC loss of 8 held-out ones falls below predicting no motion (the baselines' pixel heads on
-    a frozen ATC encoder never did: 0.70 -> 0.76). On pixels through the cell encoder the BC loss starts falling
-    only after some 700 steps of batch 16 (benchmarks/results/bib_learners_cpu/cells), too long for this suite;
-    fine-tuning the committed pixel encoder is tested below."""
+    """The BC recipe beyond the baselines' on symbolic states (any trial as the query, every real step of it a query)
+    trained on 24 episodes: the BC loss of 8 held-out ones falls below predicting no motion (the baselines' pixel heads
+    on a frozen ATC encoder never did: 0.70 -> 0.76). On pixels through the cell encoder the BC loss starts falling only
+    after some 700 steps of batch 16 (benchmarks/results/bib_learners_cpu/cells), too long for this suite; fine-tuning
+    the committed pixel encoder is tested below."""
     config = BCConfig(batch_size=8, lr=1e-3, dropout=0.0, context_pairs=8, query_steps=0, query_trial="any")
     learner = BCLearner(dataclasses.replace(config, inputs="symbolic"))
     _, before, after, still = _fit_held_out(learner, episodes, 150)

@@ -1,4 +1,4 @@
-"""CHAIC's helper options (issue 38, ``jaxsoc.envs.chaic.options``): names refused, options that end when they should
+"""CHAIC's helper options (``jaxsoc.envs.chaic.options``): names refused, options that end when they should
 (the last action issued, a timeout, the rules wanting another plan), the room options, a learned partner model in the
 view (stepped once per decision, the BM helper's predictions), DAgger on the rules' options raising what the policy's
 own options deliver, masked options never sampled, and (slow) the options view stepped with the rules' choices and a
@@ -158,7 +158,7 @@ def test_a_short_warm_start_improves_the_option_policys_return(tmp_path):
 
 
 def test_dagger_on_the_rules_options_raises_what_the_policys_own_options_deliver():
-    """Issue 38's learning test: a tiny options policy on ``normal``, 20 DAgger batches (8 worlds x 5 of its own
+    """The options view's learning test: a tiny options policy on ``normal``, 20 DAgger batches (8 worlds x 5 of its own
     sampled options each, labelled by the RHP rules' options). On the same fresh worlds and keys (paired), the
     helper's own deliveries over 20 options per world rise above the untrained policy's."""
     from jaxsoc.learners.chaic import options_ppo

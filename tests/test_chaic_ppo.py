@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import jaxsoc
-from jaxsoc.cli import chaic as C
 from jaxsoc.cli import main as jaxsoc_main
 from jaxsoc.core.registry import register, unregister
 from jaxsoc.envs.chaic import agents as A
@@ -24,6 +23,7 @@ from jaxsoc.envs.chaic import env as E
 from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic import tasks as T
 from jaxsoc.learners import ppo
+from jaxsoc.learners.chaic import evaluation as C
 from jaxsoc.learners.chaic.ppo_helper import load_ppo_helper
 from jaxsoc.learners.checkpoint import restore_raw, to_storable
 from jaxsoc.learners.networks import registry
@@ -238,7 +238,7 @@ def test_eval_helpers_are_parsed_with_clear_errors(half_run, tmp_path):
     assert rewritten
     with pytest.raises(ValueError, match="not a CHAIC helper view"):
         load_ppo_helper(other)
-    # a run on the options view (issue 38) loads as the options helper, never as a primitive-action one
+    # a run on the options view (CHAIC-<Task>-Options-v0) loads as the options helper, never as a primitive-action one
     for path in (other / CHECKPOINTS).rglob("*"):
         if path.is_file() and "meta" in path.parts and "CHAIC-Normal-v0" in path.read_text(errors="ignore"):
             path.write_text(path.read_text().replace("CHAIC-Normal-v0", "CHAIC-Normal-Options-v0"))

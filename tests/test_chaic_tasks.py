@@ -517,7 +517,7 @@ def test_errors():
 
 
 def test_train_seeds_depend_on_the_task_and_test_seeds_do_not():
-    """Issue 38: each task's train bank draws its own seeds (they were shared episode by episode); the test split's
+    """Each task's train bank draws its own seeds (they were shared episode by episode); the test split's
     seeds stay the documented ``123456 * i``."""
     train = {task: [s for _, _, s in T.split_episodes(task, "train", 0, 16)] for task in K.TASKS}
     assert len({tuple(s) for s in train.values()}) == len(K.TASKS)

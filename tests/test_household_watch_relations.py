@@ -1,4 +1,4 @@
-"""Issue 37's goal inference that reads relations: the relational token features, frames chosen by events,
+"""The goal inference that reads relations: the relational token features, frames chosen by events,
 the observation after the last action, decoding by the goal grammar, and a learning signal on a tiny set.
 
 Hand-made observations keep the token tests exact; the learning test is toy-sized (d=16, 4 synthetic

@@ -23,8 +23,8 @@ import jax.numpy as jnp
 import jaxsoc
 from jaxsoc.gpu_suite.core import Context, Program, measure_programs
 
-#: the issue's targets: random-action steps/s of a BabyAI level by its rooms, the bot's steps/s, PPO frames/s
-#: issue 57's targets: single-room levels 1e8 steps/s, multi-room levels 3e7 (``babyai_target``)
+#: the targets: random-action steps/s of a BabyAI level by its rooms, the bot's steps/s, PPO frames/s
+#: single-room levels 1e8 steps/s, multi-room levels 3e7 (``babyai_target``)
 BABYAI_TARGET = {"1x1": 1e8}
 BABYAI_MULTI_ROOM_TARGET = 3e7
 BOT_TARGET = {"BabyAI-BossLevel-v0": 1e6}

@@ -21,7 +21,7 @@ _TABLE_OBJECTS = ("plate", "waterglass", "wineglass", "cutleryfork")
 _GROCERIES = ("cupcake", "pancake", "poundcake", "pudding", "apple", "juice", "wine")
 _SNACKS = ("cupcake", "pudding", "apple", "juice", "wine")
 
-#: (name, kind, object class, target class), in the order of ``social-benchmarks-spec.md`` §1.1
+#: (name, kind, object class, target class), in the order of Watch-And-Help's predicate list
 PREDICATES: tuple[tuple[str, int, str, str], ...] = (
     *((f"on_{o}_kitchentable", ON_KIND, o, "kitchentable") for o in _TABLE_OBJECTS),
     *((f"inside_{o}_fridge", INSIDE_KIND, o, "fridge") for o in _GROCERIES),

@@ -1,6 +1,6 @@
 """ATC: the image encoder of BIB's baselines, pretrained by augmented temporal contrast (Stooke et al. 2021).
 
-BIB's ``atc/train_atc.py`` (``social-benchmarks-spec.md`` §3.2): the anchor is a background frame, its positive
+BIB's ``atc/train_atc.py`` (the baselines' ATC training script): the anchor is a background frame, its positive
 the frame ``shift`` frames later of the same video; both are randomly shifted (edge-replicated padding of
 ``pad`` pixels, then a random 84x84 crop); the anchor goes through the encoder and a residual MLP, the positive
 through a target encoder that is an exponential moving average of the encoder (``tau`` per step); the logits

@@ -13,7 +13,7 @@ The frames go through the ATC encoder (``atc``), loaded from a pretraining run (
 the rest, as in the baselines. With ``finetune_encoder=False`` the encoder stays as loaded and its latents of
 every training frame are computed once (``prepare``), which makes a CPU run affordable.
 
-Beyond the baselines' recipe (issue 40), all off by default:
+Beyond the baselines' recipe (options that let the BC heads learn from pixels), all off by default:
 
 - ``query_steps``: real steps of the query trial drawn per episode and step (the baselines: 1; 0: every one);
 - ``query_trial="any"``: the query trial is drawn among the 9 of each background episode (the other 8, in

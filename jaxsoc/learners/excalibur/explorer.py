@@ -74,7 +74,7 @@ EXPLORER_FILE = "explorer.json"
 
 def ppo_config(**overrides: Any):
     """Returns the explorer's ``PPOConfig``: the ``excalibur`` network's ``tiny-memory`` preset, 64 worlds x 80
-    steps per update, recurrence 20, lambda 0.95, advantages normalised (the issue-22 QA run's setup, with the
+    steps per update, recurrence 20, lambda 0.95, advantages normalised (the setup of the first QA runs, with the
     memory), with lr 1e-3 and no discount (gamma 1: the episode is finite, and with gamma 0.999 the answers' reward
     comes sooner after a ``stop``, which paid for stopping at once in a first run)."""
     from jaxsoc.learners.ppo import PPOConfig

@@ -87,7 +87,7 @@ class CellEncoder(nn.Module):
     hidden layer, giving the expected (row, col) in [0, 1]: where things are as coordinates, from which an MLP
     reads directions linearly, as it does from the symbolic states' scaled positions.
 
-    Issue 40's diagnosis: ATC's encoder fine-tuned end to end held the agent's cell (96% linearly), yet the BC heads
+    Why it exists: ATC's encoder fine-tuned end to end held the agent's cell (96% linearly), yet the BC heads
     on it stayed at chance on efficiency, while the same heads on symbols reached 100%; on the cells alone (no
     keypoints) the agent's cell was learned within 400 steps but the BC loss did not fall in 600.
 

@@ -338,7 +338,7 @@ def check(config: ExcaliburConfig, space) -> None:
 registry.register("excalibur", registry.NetworkSpec(ExcaliburPolicy, ExcaliburConfig, PRESETS, check=check))
 
 
-# -- the supervised answerer over an object memory (issue 39) -----------------------------------------------------
+# -- the supervised answerer over an object memory --------------------------------------------------------------
 
 #: ``int32[NUM_FAMILIES + 1]``: the answer kind of each question family (``catalogue.ANSWER_KINDS`` index: 0
 #: yes/no, 1 count, 2 colour, 3 material, 4 type); row 0 (padding) reads yes/no
