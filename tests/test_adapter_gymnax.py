@@ -25,7 +25,7 @@ from gymnax.wrappers.purerl import LogWrapper as GymnaxLogWrapper
 import jaxsoc
 from jaxsoc.core import spaces
 from jaxsoc.core.adapters.flatten import MAX_CATEGORIES, FlattenObservation, flatten_layout, flatten_observation
-from jaxsoc.core.adapters.gymnax import BABYAI_MAX_NAVS, GymnaxEnv, GymnaxParams, episode_step_limit, make
+from jaxsoc.core.adapters.gymnax import GymnaxEnv, GymnaxParams, episode_step_limit, make
 from jaxsoc.core.env import Environment
 from jaxsoc.core.wrappers import LogWrapper, Wrapper
 
@@ -105,7 +105,7 @@ def test_the_max_steps_trap_gives_babyai_its_longest_instructions_limit():
         seq=jnp.int32(instr.SEQ_BEFORE),
     )
     bound = int(max_steps(longest, params.env_params))
-    assert BABYAI_MAX_NAVS == 2 * instr.MAX_LEAVES and params.max_steps_in_episode == bound == 8 * 8**2
+    assert params.max_steps_in_episode == adapted.env.max_episode_steps(params.env_params) == bound == 8 * 8**2
     fixed = GymnaxEnv("BabyAI-GoToLocal-v0", max_steps=77).default_params
     assert fixed.max_steps_in_episode == fixed.env_params.max_steps == 77  # a fixed limit is the limit itself
     assert GymnaxEnv(adapted.env, params.env_params, max_steps_in_episode=9).default_params.max_steps_in_episode == 9
@@ -172,7 +172,8 @@ def test_adapter_refuses_what_it_cannot_adapt(empty):
 
     with pytest.raises(ValueError, match="max_steps_in_episode=N"):
         GymnaxEnv(Unbounded(env))
-    assert episode_step_limit(params.replace(max_steps=0)) is None  # 0 without a room layout: no bound
+    empty = GymnaxEnv(EMPTY).env  # a MiniGrid env states its fixed limit, and none without one
+    assert episode_step_limit(empty) == 100 and episode_step_limit(empty, params.replace(max_steps=0)) is None
 
 
 # -- every family's observation flattens (traced only) --------------------------------------------------------------

@@ -42,11 +42,6 @@ def shared_files() -> list[Path]:
 
 #: hits left in shared modules outside this change, by file: ``{file: (reason, sorted hits)}``
 PENDING: dict[str, tuple[str, tuple[str, ...]]] = {
-    "jaxsoc/core/adapters/gymnax.py": (
-        "BabyAI's longest instruction bounds the gymnax adapter's episode limit: belongs in the grid family's "
-        "declaration (an EnvFamily field the adapter reads)",
-        ('"BABYAI_MAX_NAVS"', "BABYAI_MAX_NAVS", "BABYAI_MAX_NAVS"),
-    ),
     "jaxsoc/learners/bc.py": (
         "behaviour cloning of the BabyAI bot, a family learner at the top of learners/ (its default network)",
         ('"babyai"',),

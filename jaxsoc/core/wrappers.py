@@ -78,6 +78,10 @@ class Wrapper(Environment):
         """Raises ``TypeError``/``ValueError`` as the inner env's ``check_action`` does."""
         self._env.check_action(action, params)
 
+    def max_episode_steps(self, params: Any = None) -> int:
+        """Returns the inner env's ``max_episode_steps`` (a wrapper does not change how long an episode lasts)."""
+        return self._env.max_episode_steps(params)
+
     def _auto_reset_step(self, key, state, action, params):
         cls = type(self)
         if cls.step_env is Wrapper.step_env and cls.reset_env is Wrapper.reset_env:

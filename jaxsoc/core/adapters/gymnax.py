@@ -44,11 +44,7 @@ except ImportError as error:  # pragma: no cover - exercised only without gymnax
         "jaxsoc.core.adapters.gymnax needs gymnax (an optional dependency): pip install 'jaxsoc[gymnax]'"
     ) from error
 
-__all__ = ["BABYAI_MAX_NAVS", "GymnaxEnv", "GymnaxParams", "episode_step_limit", "make", "to_gymnax_space"]
-
-#: the most navigations a BabyAI instruction needs: four ``put ... next to ...`` leaves (``babyai.instr.MAX_LEAVES``),
-#: two each (``babyai.levels.common.num_navs``); tests/test_adapter_gymnax.py checks it against those
-BABYAI_MAX_NAVS = 8
+__all__ = ["GymnaxEnv", "GymnaxParams", "episode_step_limit", "make", "to_gymnax_space"]
 
 
 def to_gymnax_space(space: Any) -> gymnax_spaces.Space:
@@ -71,33 +67,14 @@ def to_gymnax_space(space: Any) -> gymnax_spaces.Space:
     raise TypeError(f"no gymnax equivalent for {space!r}")
 
 
-def episode_step_limit(params: Any) -> int | None:
-    """Returns an upper bound of the steps of one episode under a single-agent env's ``params``, read from the
-    level's own limits, or None when ``params`` show none:
-
-    - a positive ``max_steps`` (MiniGrid, Watch-And-Help's helper, BabyAI levels with a fixed limit): that limit;
-    - ``max_steps == 0`` with a room layout (BabyAI, whose episode limit is ``num_navs * room_size**2 * num_rows *
-      num_cols`` for its instruction): that limit for the longest instruction, ``BABYAI_MAX_NAVS`` navigations;
-    - a task bank with ``max_frames`` (CHAIC's helper and options views): its largest ``max_frames`` (a step advances
-      the clock by at least one frame);
-    - exploration budgets and a house bank (EXCALIBUR): both budgets plus two answer phases as long as the bank's
-      most questions (every phase lasts at least one step).
-    """
-    max_steps = getattr(params, "max_steps", None)
-    if max_steps is not None:
-        if int(max_steps) > 0:
-            return int(max_steps)
-        if all(hasattr(params, name) for name in ("room_size", "num_rows", "num_cols")):
-            return BABYAI_MAX_NAVS * int(params.room_size) ** 2 * int(params.num_rows) * int(params.num_cols)
+def episode_step_limit(env: Environment, params: Any = None) -> int | None:
+    """Returns ``env.max_episode_steps(params)``, an upper bound of one episode's steps that the env states (each
+    family says how its episodes end: a fixed ``max_steps``, BabyAI's longest instruction, CHAIC's frame limit,
+    EXCALIBUR's phase budgets), or None when it states none."""
+    try:
+        return env.max_episode_steps(params)
+    except NotImplementedError:
         return None
-    max_frames = getattr(getattr(params, "tasks", None), "max_frames", None)
-    if max_frames is not None:
-        return int(np.max(max_frames))
-    if all(hasattr(params, name) for name in ("explore_budget", "reenter_budget", "houses")):
-        questions = int(np.shape(params.houses.questions)[-2])
-        phases = [int(params.explore_budget), int(params.reenter_budget), questions, questions]
-        return sum(max(steps, 1) for steps in phases)
-    return None
 
 
 @struct.dataclass
@@ -125,7 +102,7 @@ class GymnaxEnv(gymnax_environment.Environment):
         one_hot: with ``flatten``: one-hot categorical entries (True, or a collection of entry paths).
         step_tuple: 6 (gymnax 1.0: ``obs, state, reward, terminated, truncated, info``) or 5 (gymnax 0.0.x and
             rejax 0.1.3: ``obs, state, reward, done, info``).
-        max_steps_in_episode: the ``GymnaxParams`` bound; default ``episode_step_limit(params)``. Required for an
+        max_steps_in_episode: the ``GymnaxParams`` bound; default ``env.max_episode_steps(params)``. Required for an
             env whose params show no limit.
         **overrides: fields of the default params, e.g. ``max_steps=50`` (only with a name).
 
@@ -164,7 +141,7 @@ class GymnaxEnv(gymnax_environment.Environment):
         if one_hot is not False and not flatten:
             raise ValueError("one_hot applies to the flattened observation: pass flatten=True with it")
         params = env.default_params() if params is None else params
-        limit = episode_step_limit(params) if max_steps_in_episode is None else max_steps_in_episode
+        limit = episode_step_limit(env, params) if max_steps_in_episode is None else max_steps_in_episode
         if limit is None:
             raise ValueError(
                 f"{env.name}: its params show no episode limit; pass GymnaxEnv(..., max_steps_in_episode=N), an "

@@ -70,6 +70,14 @@ class BabyAIEnvironment(Environment):
     def default_params(self) -> I.BabyAIParams:
         return self._default_params
 
+    def max_episode_steps(self, params: I.BabyAIParams | None = None) -> int:
+        """Returns ``params.max_steps`` when positive, else the longest instruction's limit: minigrid's
+        ``num_navs * room_size**2 * num_rows * num_cols`` with ``num_navs`` at most 2 per leaf (``put next``)."""
+        params = self.default_params() if params is None else params
+        if int(params.max_steps) > 0:
+            return int(params.max_steps)
+        return 2 * I.MAX_LEAVES * int(params.room_size) ** 2 * int(params.num_rows) * int(params.num_cols)
+
     def reset_env(self, key: jax.Array, params: I.BabyAIParams):
         world, instruction = self.generator(key, params)
         state = new_episode(world, instruction, params)

@@ -123,6 +123,14 @@ class ExcaliburEnv(Environment):
     def default_params(self) -> ExcaliburParams:
         return params_for(self.variant)
 
+    def max_episode_steps(self, params: ExcaliburParams | None = None) -> int:
+        """Returns both exploration budgets plus two answer phases as long as the bank's most questions (every phase
+        lasts at least one step)."""
+        params = self.default_params() if params is None else params
+        questions = int(jnp.shape(params.houses.questions)[-2])
+        phases = [int(params.explore_budget), int(params.reenter_budget), questions, questions]
+        return sum(max(steps, 1) for steps in phases)
+
     def reset_env(self, key, params):
         state = W.initial_state(draw_house(key, params), params.view_size)
         return O.observe(state, params.view_size), state
