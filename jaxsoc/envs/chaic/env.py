@@ -195,6 +195,11 @@ class HelperState(struct.PyTreeNode):
     steps: jax.Array
 
 
+def episode_frames(params: ChaicParams) -> int:
+    """Returns the largest ``max_frames`` of ``params``' task bank (host side): an episode's frame limit."""
+    return int(jnp.max(params.tasks.max_frames))
+
+
 class ChaicHelperEnv(Environment):
     """The helper's view: the rule-based constrained agent (``agents.RuleAgent("main")`` unless ``main`` is
     given) acts inside ``step``; see the module docstring. ``info["main_action"]`` holds its last action.
@@ -219,6 +224,11 @@ class ChaicHelperEnv(Environment):
 
     def default_params(self) -> ChaicParams:
         return params_for(self.task)
+
+    def max_episode_steps(self, params: ChaicParams | None = None) -> int:
+        """Returns the task bank's largest ``max_frames`` (3,000; 1,500 for furniture): a step advances the clock
+        by at least one frame."""
+        return episode_frames(self.default_params() if params is None else params)
 
     def reset_env(self, key, params):
         k_task, k_main = jax.random.split(key)

@@ -492,6 +492,11 @@ class ChaicOptionsEnv(Environment):
     def default_params(self) -> E.ChaicParams:
         return E.params_for(self.task)
 
+    def max_episode_steps(self, params: E.ChaicParams | None = None) -> int:
+        """Returns the task bank's largest ``max_frames``: a bound of the decisions of an episode as long as every
+        decision advances the clock by at least a frame."""
+        return E.episode_frames(self.default_params() if params is None else params)
+
     def reset_env(self, key, params):
         k_task, k_main = jax.random.split(key)
         world = E.draw_task(k_task, params)
