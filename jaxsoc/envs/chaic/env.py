@@ -32,6 +32,7 @@ from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic import observation as O
 from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic import world as W
+from jaxsoc.envs.chaic.family import FAMILY
 
 
 class ChaicParams(struct.PyTreeNode):
@@ -118,9 +119,7 @@ class ChaicEnv(MultiAgentEnvironment):
     agents = S.AGENTS
 
     def __init__(self, task: str = "normal") -> None:
-        if task not in K.TASKS:
-            raise ValueError(f"unknown CHAIC task {task!r}; choose from {list(K.TASKS)}")
-        self.task = task
+        self.task = FAMILY.check_task(task)
         super().__init__()
 
     @property
@@ -208,9 +207,7 @@ class ChaicHelperEnv(Environment):
     stochastic_step = True
 
     def __init__(self, task: str = "normal", main: MainPolicy | None = None) -> None:
-        if task not in (*K.TASKS, ALL):
-            raise ValueError(f"unknown CHAIC task {task!r}; choose from {[*K.TASKS, ALL]}")
-        self.task = task
+        self.task = FAMILY.check_task(task, allow_all=True)
         if main is None:
             from jaxsoc.envs.chaic.agents import make_agent
 

@@ -57,6 +57,7 @@ from jaxsoc.envs.chaic import env as E
 from jaxsoc.envs.chaic import observation as O
 from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic import world as W
+from jaxsoc.envs.chaic.family import FAMILY
 from jaxsoc.envs.chaic.play import transported_by
 
 EXPLORE, LOOK, FOLLOW, WAIT, PUT_IN, GOAL = 0, 1, 2, 3, 4, 5
@@ -473,8 +474,7 @@ class ChaicOptionsEnv(Environment):
         partner: PartnerModel | None = None,
         rooms: bool = False,
     ) -> None:
-        if task not in (*K.TASKS, E.ALL):
-            raise ValueError(f"unknown CHAIC task {task!r}; choose from {[*K.TASKS, E.ALL]}")
+        FAMILY.check_task(task, allow_all=True)
         if events < 1:
             raise ValueError(f"events must be positive, got {events}")
         if partner is not None and not (callable(getattr(partner, "step", None)) and hasattr(partner, "init")):

@@ -46,6 +46,7 @@ import numpy as np
 from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic import scenes as SC
 from jaxsoc.envs.chaic import state as S
+from jaxsoc.envs.chaic.family import FAMILY
 
 SPLITS = ("train", "test")
 TEST_EPISODES = 12
@@ -69,8 +70,7 @@ CHILD_NEAR = (1.0, 2.5)  # shopping: the child starts this far from the rider
 
 def check_task(task: str) -> None:
     """Raises ``ValueError`` for an unknown task name."""
-    if task not in K.TASK:
-        raise ValueError(f"unknown CHAIC task {task!r}; choose from {list(K.TASKS)}")
+    FAMILY.check_task(task)
 
 
 def check_split(split: str) -> None:

@@ -57,10 +57,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsoc.core.timing import compile_cached, device_info, positive_int, tree_checksum
-from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic import env as E
 from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic import world as W
+from jaxsoc.envs.chaic.family import FAMILY
 
 __all__ = [
     "MODES",
@@ -100,9 +100,7 @@ def check_mode(mode: str) -> str:
 
 def check_task(task: str) -> str:
     """Returns ``task``; raises ``ValueError`` unless it is one of ``catalogue.TASKS``."""
-    if task not in K.TASKS:
-        raise ValueError(f"unknown CHAIC task {task!r}; choose from {list(K.TASKS)}")
-    return task
+    return FAMILY.check_task(task)
 
 
 def random_valid_action(key: jax.Array, state: S.State, agent: int) -> jax.Array:

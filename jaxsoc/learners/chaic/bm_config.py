@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic import play as P
 from jaxsoc.envs.chaic import tasks as T
+from jaxsoc.envs.chaic.family import FAMILY
 from jaxsoc.learners.chaic.bm_data import HELPERS
 
 
@@ -71,13 +71,10 @@ class BMConfig:
     def task_names(self) -> tuple[str, ...]:
         """Returns the tasks of ``tasks`` (all of ``catalogue.TASKS`` for ``"all"``). Raises ``ValueError`` for an
         unknown name."""
-        if self.tasks == "all":
-            return K.TASKS
-        names = tuple(name.strip() for name in self.tasks.split(",") if name.strip())
-        unknown = [name for name in names if name not in K.TASK]
-        if unknown or not names:
-            raise ValueError(f"BMConfig.tasks: unknown CHAIC task(s) {unknown}; choose from {list(K.TASKS)} or 'all'")
-        return names
+        try:
+            return FAMILY.task_names(self.tasks)
+        except ValueError as error:
+            raise ValueError(f"BMConfig.tasks: {error}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
