@@ -1,9 +1,10 @@
 """The transport rate of an options run's checkpoints against the options it had seen (issue 38): each checkpoint
 of ``CHECKPOINTS`` (a run's ``checkpoints/`` or a copy holding more steps than the run keeps) is played as the
-helper on the test episodes of every task (``jaxsoc chaic eval``'s ``evaluate``; ``--seeds`` runs each), and the
-mean TR over the tasks is written to ``OUT.csv`` and plotted in ``OUT.png`` beside the rule helpers' means in
-``--baselines`` (a ``chaic_eval.json``). Usage: ``python scripts/chaic_options_tr_curve.py RUN CHECKPOINTS OUT
-[--seeds 1] [--bc-options 25600] [--earlier EARLIER.csv]``; ``RUN`` gives the options per update (``metrics.csv``)."""
+helper on the test episodes of every task (``learners.chaic.evaluation.evaluate``, as ``jaxsoc chaic eval``;
+``--seeds`` runs each), and the mean TR over the tasks is written to ``OUT.csv`` and plotted in ``OUT.png`` beside
+the rule helpers' means in ``--baselines`` (a ``chaic_eval.json``). Usage: ``python scripts/chaic_options_tr_curve.py
+RUN CHECKPOINTS OUT [--seeds 1] [--bc-options 25600] [--earlier EARLIER.csv]``; ``RUN`` (a ``jaxsoc train
+chaic-options`` run) gives the options per update (``metrics.csv``)."""
 
 import argparse
 import csv
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxsoc.cli.chaic import evaluate, read_results
 from jaxsoc.envs.chaic import catalogue as K
+from jaxsoc.learners.chaic.evaluation import evaluate, read_results
 from jaxsoc.learners.chaic.ppo_helper import load_ppo_helper
 
 

@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 from jaxsoc.cli import chaic as C
-from jaxsoc.cli import household as H
 from jaxsoc.cli import main
 from jaxsoc.cli.errors import clear_errors, is_device_error
+from jaxsoc.envs.chaic.episode import parse_timing
+from jaxsoc.learners.chaic import evaluation as CE
+from jaxsoc.learners.household import help_eval as H
 from tests.cli_checks import files_under, refused
 
 
@@ -37,7 +39,7 @@ def _chaic_setting() -> dict:
         "seed": 0,
         "episodes": None,
         "max_events": None,
-        "timing": {k: float(v) for k, v in vars(C.parse_timing(None)).items()},
+        "timing": {k: float(v) for k, v in vars(parse_timing(None)).items()},
         "device": jax.devices()[0].device_kind,
     }
 
@@ -100,9 +102,9 @@ def test_household_append_onto_a_malformed_record(text, message, tmp_path, capsy
 def test_household_append_reads_an_older_records_task_seed_as_its_seed(tmp_path):
     setting = {"split": "test-1", "task_seed": 0, "tasks": 100, "seeds": 1, "simulations": 100, "teleport": False}
     older = {k: v for k, v in setting.items() if k != "task_seed"}  # written before --task-seed existed
-    H._check_setting({**older, "seed": 0}, {**setting, "seed": 0}, tmp_path)
+    H.check_setting({**older, "seed": 0}, {**setting, "seed": 0}, tmp_path)
     with pytest.raises(ValueError, match="'task_seed': 3"):
-        H._check_setting({**older, "seed": 3}, {**setting, "seed": 0}, tmp_path)
+        H.check_setting({**older, "seed": 3}, {**setting, "seed": 0}, tmp_path)
 
 
 # ---------------------------------------------------------------------------------------------------- chaic eval
@@ -306,7 +308,7 @@ def test_chaic_task_seed_builds_the_split_and_seed_the_runs(monkeypatch):
     monkeypatch.setattr(T, "cached_split", cached_split)
     for seed, task_seed in ((5, 0), (0, 7)):
         with pytest.raises(Built):
-            C.evaluate(["normal"], ["none"], 1, seed=seed, task_seed=task_seed)
+            CE.evaluate(["normal"], ["none"], 1, seed=seed, task_seed=task_seed)
     assert built == [("normal", "test", 0), ("normal", "test", 7)]
 
 
@@ -318,7 +320,7 @@ def test_chaic_eval_records_both_seeds_and_appends_only_to_the_same_split(tmp_pa
         return {task: {h: dict(ROW) for h in helpers} for task in tasks}
 
     monkeypatch.setattr(C, "evaluate", evaluate)
-    monkeypatch.setattr(C, "plot", lambda results, path: path)
+    monkeypatch.setattr(CE, "plot", lambda results, path: path)
     out = tmp_path / "out"
     base = ["chaic", "eval", "--tasks", "normal", "--helper", "none", "--out", str(out)]
     assert main([*base, "--seed", "5"]) == 0

@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from jaxsoc.cli import chaic as C
 from jaxsoc.cli import main
 from jaxsoc.envs.chaic import metrics as M
+from jaxsoc.envs.chaic.episode import parse_timing
+from jaxsoc.learners.chaic.evaluation import format_table
 
 
 def _result(rates, by_helper, by_main, placed, useful, away=0, frames=3000):
@@ -43,16 +44,16 @@ def test_metrics_follow_the_papers_definitions():
     assert m["er"] == pytest.approx(0.1)
     alone_only = M.summary(alone, None, (2, 2))
     assert alone_only["ei"] is None and alone_only["ia"] is None and alone_only["cr"] == 0.0
-    table = C.format_table({"normal": {"none": alone_only, "rhp": m}})
+    table = format_table({"normal": {"none": alone_only, "rhp": m}})
     assert "| normal | rhp | 0.40 (+0.17) | 0.40 | 0.25 |" in table and "0.64 |" in table  # the paper's RHP TR
 
 
 def test_timing_overrides_and_errors():
-    assert C.parse_timing(["move=10", "turn=2.5"]).move == 10.0
+    assert parse_timing(["move=10", "turn=2.5"]).move == 10.0
     with pytest.raises(ValueError, match="unknown timing"):
-        C.parse_timing(["speed=3"])
+        parse_timing(["speed=3"])
     with pytest.raises(ValueError, match="not a number"):
-        C.parse_timing(["move=fast"])
+        parse_timing(["move=fast"])
 
 
 @pytest.mark.parametrize(

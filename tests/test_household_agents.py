@@ -22,7 +22,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tolerance import assert_trees_match
 
-from jaxsoc.cli import household as cmd
 from jaxsoc.cli import main
 from jaxsoc.envs.household import classes as C
 from jaxsoc.envs.household import env as E
@@ -33,6 +32,7 @@ from jaxsoc.envs.household.agents import agents as AG
 from jaxsoc.envs.household.agents import belief as B
 from jaxsoc.envs.household.agents import evaluate as EV
 from jaxsoc.envs.household.agents import planner as P
+from jaxsoc.learners.household import help_eval
 
 SIMS = 8  # tree-search simulations everywhere (the eval command's test uses the same, so it shares the compile)
 PLATE = PR.PREDICATE["on_plate_kitchentable"]
@@ -581,7 +581,7 @@ def test_eval_command_alice_alone_and_refusals(tmp_path, capsys):
     assert "--append:" in capsys.readouterr().err
     assert main([*args, "--append"]) == 2
     assert "give --out" in capsys.readouterr().err
-    merged = cmd._merged(record, {"results": {"random": 1}, "lengths": {"random": 2}, "runs": {}, "seconds": 1.0})
+    merged = help_eval.merged(record, {"results": {"random": 1}, "lengths": {"random": 2}, "runs": {}, "seconds": 1.0})
     assert list(merged["results"]) == ["alice-alone", "random"] and merged["seconds"] == record["seconds"] + 1.0
 
 

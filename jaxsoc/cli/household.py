@@ -9,7 +9,9 @@ jaxsoc household eval --helper hp hybrid --watch runs/watch --hybrid runs/hybrid
 jaxsoc household demos --split train --out demos            # Alice-alone Watch demonstrations: demos/train.npz
 jaxsoc household goals runs/watch --demos demos --out results   # goal inference on test-1 / test-2 vs the paper
 
-It is also the front end of Watch-And-Help's learners for ``jaxsoc train watch|hybrid|hrl`` (``config_type``,
+The Help stage's evaluation is ``jaxsoc.learners.household.help_eval``, the Watch stage's table
+``jaxsoc.learners.household.goals_eval`` and ``render``'s episode ``jaxsoc.envs.household.rollout``; this module
+parses, calls and prints. It is also the front end of Watch-And-Help's learners for ``jaxsoc train watch|hybrid|hrl`` (``config_type``,
 ``train_command``, ``run_line``):
 
 jaxsoc train watch --demos demos --out runs/watch                    # the goal-inference model (the paper's)
@@ -29,15 +31,40 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxsoc.cli.errors import clear_errors, require_positive
+from jaxsoc.envs.household.rollout import POLICIES, rollout
+from jaxsoc.learners.household.goals_eval import PAPER_GOALS, goal_rows, goal_table
+from jaxsoc.learners.household.help_eval import (
+    HELPERS,
+    INFERRED,
+    batch_size,
+    check_setting,
+    earlier_record,
+    evaluate_help,
+    format_help,
+    help_setting,
+    merged,
+    read_record,
+    task_index,
+    write_help,
+)
 
-POLICIES = ("noop", "random", "solver")
-HELPERS = ("alice-alone", "hp", "hp-tg", "hprg", "hybrid", "hrl", "random", "oracle-b", "oracle-ab")
-#: helpers given the goal inferred from the paired demonstration (``--watch RUN``), as the paper's HP, Hybrid, HRL
-INFERRED = ("hp", "hybrid", "hrl")
+__all__ = [
+    "HELPERS",
+    "INFERRED",
+    "PAPER_GOALS",
+    "POLICIES",
+    "batch_size",
+    "check_setting",
+    "goal_rows",
+    "goal_table",
+    "merged",
+    "read_record",
+    "rollout",
+    "task_index",
+]
 
 
 def _summary(task_set) -> str:
@@ -73,40 +100,6 @@ def cmd_tasks(args) -> int:
     return 0
 
 
-def _policy(name: str, char: int):
-    from jaxsoc.envs.household import env as E
-
-    if name == "noop":
-        return lambda key, state: jnp.int32(0)
-    if name == "random":
-        return lambda key, state: E.random_valid_action(key, state, char)
-    from jaxsoc.envs.household.solver import solver_action
-
-    return lambda key, state: solver_action(state, char)
-
-
-def rollout(task, params, alice: str, bob: str, steps: int, key: jax.Array):
-    """Returns ``(states, actions, success)``: a household ``world.State`` with a leading axis of ``steps + 1``
-    (the first is ``task``), the ``int32[steps, 2]`` actions taken, and ``bool[steps]`` success after each step.
-    Once the goal holds the state stays as it is."""
-    from jaxsoc.envs.household import env as E
-
-    policies = (_policy(alice, 0), _policy(bob, 1))
-
-    def body(carry, k):
-        state, done = carry
-        k_a, k_b, k_step = jax.random.split(k, 3)
-        actions = jnp.stack([policies[0](k_a, state), policies[1](k_b, state)])
-        actions = jnp.where(done, 0, actions)
-        nxt, _, success, _, _ = E.advance(k_step, state, actions, params)
-        nxt = jax.tree_util.tree_map(lambda new, old: jnp.where(done, old, new), nxt, state)
-        return (nxt, done | success), (nxt, actions, done | success)
-
-    _, (states, actions, success) = jax.lax.scan(body, (task, jnp.array(False)), jax.random.split(key, steps))
-    states = jax.tree_util.tree_map(lambda first, rest: jnp.concatenate([first[None], rest]), task, states)
-    return states, actions, success
-
-
 def cmd_render(args) -> int:
     from jaxsoc.envs.household import env as E
     from jaxsoc.envs.household import tasks as T
@@ -129,154 +122,8 @@ def cmd_render(args) -> int:
     return 0
 
 
-def batch_size(episodes: int, most: int) -> int:
-    """Returns the batch that runs ``episodes`` episodes in the fewest batches of at most ``most`` each, evened out
-    so that the last batch pads fewer episodes than there are batches: ``episodes`` itself when it is <= ``most``
-    (one batch, no padding)."""
-    batches = -(-episodes // most)
-    return -(-episodes // batches)
-
-
-def _episodes(
-    task_set, agent_alice, agent_helper, params, seeds: int, batch: int, num_tasks: int, seed: int, goals=None
-):
-    """Returns ``play``'s results for every (task, seed) pair, reshaped to ``[tasks, seeds]``, run at most
-    ``batch`` at a time (``batch_size``: one compiled shape, padded by fewer than one episode per batch);
-    ``goals`` (int8[len(task_set), 30] or None) are the helper's goals (``play``'s ``helper_goals``)."""
-    from jaxsoc.envs.household import tasks as T
-    from jaxsoc.envs.household.agents import evaluate as EV
-
-    run = jax.jit(lambda t, k, g: EV.play(t, agent_alice, agent_helper, params, k, helper_goals=g))
-    chosen = task_index(len(task_set), num_tasks)
-    index = np.repeat(chosen, seeds)
-    keys = jax.random.split(jax.random.key(seed), len(index))
-    batch = batch_size(len(index), batch)
-    parts = []
-    for start in range(0, len(index), batch):
-        real = index[start : start + batch]
-        pad = batch - len(real)
-        rows = np.concatenate([real, np.zeros(pad, int)])
-        k = jnp.concatenate([keys[start : start + batch], keys[:pad]])
-        g = None if goals is None else jnp.asarray(goals[rows])
-        out = jax.device_get(run(T.take(task_set.states, rows), k, g))
-        parts.append({name: value[: len(real)] for name, value in out.items()})
-    return {
-        name: np.concatenate([p[name] for p in parts]).reshape(num_tasks, seeds, *parts[0][name].shape[1:])
-        for name in parts[0]
-    }
-
-
-def task_index(total: int, num: int) -> np.ndarray:
-    """Returns ``num`` task indices spread evenly over ``[0, total)`` (all of them when ``num >= total``), so a
-    subset covers every activity of a set ordered by activity."""
-    if num >= total:
-        return np.arange(total)
-    return np.unique(np.round(np.linspace(0, total - 1, num)).astype(int))
-
-
-def _format(results: dict, split: str) -> str:
-    lines = [
-        f"Help stage on {split}: mean ± standard error over tasks (each task's runs averaged first)",
-        "",
-        "| helper | group | tasks | success alone | success helped | length alone | length helped | speedup | "
-        "reward alone | reward helped | runs with a conflict |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    fmt = lambda pair, p=3: f"{pair[0]:.{p}f} ± {pair[1]:.{p}f}" if pair else "–"  # noqa: E731
-    for helper, table in results.items():
-        for group, row in table.items():
-            lines.append(
-                f"| {helper} | {group} | {row['tasks']} | {fmt(row['alone_success'])} | "
-                f"{fmt(row.get('helped_success'))} | {fmt(row['alone_length'], 1)} | "
-                f"{fmt(row.get('helped_length'), 1)} | "
-                f"{fmt(row.get('speedup'))} | {fmt(row['alone_reward'])} | {fmt(row.get('helped_reward'))} | "
-                f"{fmt(row.get('conflict_runs'), 2)} |"
-            )
-    return "\n".join(lines)
-
-
-def _plot(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 4))
-    for helper, table in results.items():
-        row = table["all"]
-        if "speedup" not in row:
-            continue
-        ax.errorbar(
-            row["helped_success"][0],
-            row["speedup"][0],
-            xerr=row["helped_success"][1],
-            yerr=row["speedup"][1],
-            fmt="o",
-            capsize=3,
-            label=helper,
-        )
-    alone = next(iter(results.values()))["all"]["alone_success"]
-    ax.errorbar(alone[0], 0.0, xerr=alone[1], fmt="s", color="black", capsize=3, label="Alice alone")
-    ax.axhline(0.0, color="grey", lw=0.5)
-    ax.set_xlabel("success rate")
-    ax.set_ylabel("speedup (L_Alice / L_help - 1)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def _helper_agent(name: str, args):
-    """Returns Bob for helper ``name`` (None for ``alice-alone``)."""
-    from jaxsoc.envs.household.agents import agents as AG
-
-    if name == "alice-alone":
-        return None
-    if name == "hybrid":
-        from jaxsoc.learners.household import hybrid
-
-        return hybrid.helper_from_run(args.hybrid)
-    if name == "hrl":
-        from jaxsoc.learners.household import hrl
-
-        commit = {"auto": None, "on": True, "off": False}[args.hrl_commit]
-        return hrl.helper_from_run(args.hrl, args.hybrid, commit=commit)
-    kind = {"hp": "hp", "hp-tg": "hp", "oracle-ab": "oracle-b"}.get(name, name)
-    return AG.make_agent(kind, args.simulations)
-
-
-def inferred_goals(args, task_set, watch=None) -> np.ndarray:
-    """Returns int8[len(task_set), 30]: the goal the ``--watch`` run (``watch``: its ``watch_run.load``, if read
-    already) infers for every task from its paired demonstration (``--demos DIR/<split>.npz``, else recorded now:
-    ``demos.split_tasks``), by ``task_id``. Raises ``ValueError`` when a task has no demonstration."""
-    from jaxsoc.envs.household.agents import demos as D
-    from jaxsoc.learners.household import watch_run
-
-    if args.demos:
-        demos = D.load(Path(args.demos) / f"{task_set.split}.npz")
-    else:
-        print(f"recording the paired {task_set.split} demonstrations (give --demos DIR to reuse them)", flush=True)
-        demos = D.record(D.split_tasks(task_set.split, args.task_seed), args.seed, num_simulations=args.simulations)
-    predicted = np.asarray(watch_run.infer_goals(watch or args.watch, demos), np.int8)
-    goals = np.full((len(task_set), predicted.shape[1]), -1, np.int8)
-    ids = np.asarray(demos.tasks.states.task_id)
-    if ids.min() < 0 or ids.max() >= len(task_set):
-        raise ValueError(f"the demonstrations' task ids do not index the {len(task_set)} tasks of {task_set.split}")
-    goals[ids] = predicted
-    missing = np.flatnonzero((goals < 0).any(1))
-    if missing.size:
-        raise ValueError(f"{missing.size} tasks of {task_set.split} have no demonstration (e.g. task {missing[0]})")
-    return goals
-
-
 def cmd_eval(args) -> int:
-    import json
-    import time
-
-    from jaxsoc.envs.household import env as E
     from jaxsoc.envs.household import tasks as T
-    from jaxsoc.envs.household.agents import agents as AG
-    from jaxsoc.envs.household.agents import evaluate as EV
 
     for name in args.helper:
         if name not in HELPERS:
@@ -295,126 +142,34 @@ def cmd_eval(args) -> int:
     if "hrl" in args.helper and not args.hybrid:
         raise ValueError("--helper hrl uses the Hybrid's high-level policy: give --hybrid RUN as well")
     out = Path(args.out) if args.out else None
-    earlier = _earlier(out) if args.append else None  # a malformed record is refused before the set is built
+    earlier = earlier_record(out) if args.append else None  # a malformed record is refused before the set is built
     task_set = T.load(args.tasks) if args.tasks else T.cached_split(args.split, args.task_seed)
     num_tasks = len(task_set) if args.num_tasks is None else min(args.num_tasks, len(task_set))
-    params = E.HouseholdParams(tasks=task_set.states, teleport=args.teleport)
-    acts = np.asarray(task_set.activities)[task_index(len(task_set), num_tasks)]
-    setting = {
-        "split": task_set.split,
-        "task_seed": int(task_set.seed),
-        "tasks": num_tasks,
-        "seeds": args.seeds,
-        "simulations": args.simulations,
-        "teleport": args.teleport,
-        "seed": args.seed,
-    }
     if earlier is not None:
-        _check_setting(earlier, setting, out)
-    # the learned runs are read (and so checked) before any episode is played or demonstration recorded
-    bobs = {name: _helper_agent(name, args) for name in args.helper}
-    if inferred:
-        from jaxsoc.learners.household import watch_run
-
-        goals = inferred_goals(args, task_set, watch_run.load(args.watch))
-    else:
-        goals = None
-    episodes = lambda alice, helper, g=None: _episodes(  # noqa: E731
-        task_set, alice, helper, params, args.seeds, args.batch, num_tasks, args.seed, g
+        setting = help_setting(task_set, num_tasks, args.seeds, args.simulations, args.teleport, args.seed)
+        check_setting(earlier, setting, out)
+    record = evaluate_help(
+        task_set,
+        args.helper,
+        num_tasks=num_tasks,
+        seeds=args.seeds,
+        simulations=args.simulations,
+        teleport=args.teleport,
+        batch=args.batch,
+        seed=args.seed,
+        watch=args.watch,
+        demos=args.demos,
+        hybrid=args.hybrid,
+        hrl=args.hrl,
+        hrl_commit=args.hrl_commit,
+        task_seed=args.task_seed,
+        earlier=earlier,
     )
-    alone_runs, results, raw = {}, {}, {}
-    start = time.perf_counter()
-    for name in args.helper:
-        alice_kind = "alice-oracle" if name == "oracle-ab" else "alice"
-        alice = AG.make_agent(alice_kind, args.simulations)
-        if alice_kind not in alone_runs:
-            alone_runs[alice_kind] = episodes(alice, None)
-        helper = bobs[name]
-        helped = episodes(alice, helper, goals if name in INFERRED else None) if helper is not None else None
-        results[name] = EV.metrics(alone_runs[alice_kind], helped, acts)
-        raw[name] = {"alone": alone_runs[alice_kind], "helped": helped}
-        print(f"{name}: done ({time.perf_counter() - start:.0f} s)", flush=True)
-    lengths = {k: {w: (v[w]["length"].tolist() if v[w] is not None else None) for w in v} for k, v in raw.items()}
-    record = {**setting, "device": jax.devices()[0].device_kind, "seconds": time.perf_counter() - start}
-    record.update(results=results, lengths=lengths, runs={k: args.watch for k in results if k in INFERRED})
-    if earlier is not None:
-        record = _merged(earlier, record)
-    print(_format(record["results"], task_set.split))
+    print(format_help(record["results"], task_set.split))
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "household_help.json").write_text(json.dumps(record, indent=1))
-        (out / "household_help.md").write_text(_format(record["results"], task_set.split) + "\n")
-        _plot(record["results"], out / "household_help.png")
+        write_help(out, record)
         print(f"wrote {out}/household_help.{{json,md,png}}")
     return 0
-
-
-#: the figures of a row of ``household_help.json`` (``evaluate.metrics``), each ``[mean, standard error]``: always
-#: there, and there with a helper
-ROW_ALWAYS = ("alone_success", "alone_length", "alone_reward")
-ROW_HELPED = ("helped_success", "helped_length", "helped_reward", "speedup", "conflict_runs")
-
-
-def _is_pair(value) -> bool:
-    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
-    return isinstance(value, list) and len(value) == 2 and all(map(number, value))
-
-
-def read_record(path: Path) -> dict:
-    """Returns ``path`` (a ``household_help.json``) after checking what ``--append`` reads of it: an object whose
-    ``results`` map each helper to groups (``all`` among them) of rows with ``tasks`` and ``[mean, se]`` figures,
-    whose ``lengths`` and ``runs`` are objects and whose ``seconds`` is a number. Raises ``ValueError`` naming the
-    file and the key that is missing or malformed."""
-    try:
-        old = json.loads(path.read_text())
-    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
-        raise ValueError(f"--append: {path} is not readable JSON: {error}") from None
-    if not isinstance(old, dict):
-        raise ValueError(f"--append: {path} must hold an object, not a {type(old).__name__}")
-    for key in ("results", "lengths", "runs"):
-        if not isinstance(old.get(key), dict):
-            raise ValueError(f"--append: {path}: {key!r} is missing or not an object")
-    if not isinstance(old.get("seconds"), (int, float)) or isinstance(old.get("seconds"), bool):
-        raise ValueError(f"--append: {path}: 'seconds' is missing or not a number")
-    for helper, groups in old["results"].items():
-        if not isinstance(groups, dict) or "all" not in groups:
-            raise ValueError(f"--append: {path}: results[{helper!r}] must map groups, 'all' among them, to rows")
-        for group, row in groups.items():
-            where = f"results[{helper!r}][{group!r}]"
-            if not isinstance(row, dict) or not isinstance(row.get("tasks"), int):
-                raise ValueError(f"--append: {path}: {where} must be an object with an integer 'tasks'")
-            for key in (*ROW_ALWAYS, *(k for k in ROW_HELPED if k in row)):
-                if not _is_pair(row.get(key)):
-                    raise ValueError(f"--append: {path}: {where}[{key!r}] is missing or not [mean, standard error]")
-    return old
-
-
-def _earlier(out: Path | None) -> dict | None:
-    """Returns the record already in ``out`` for ``--append`` (None when there is none); raises ``ValueError`` when
-    it is malformed (``read_record``) or there is no ``--out``."""
-    if out is None:
-        raise ValueError("--append adds to the results in --out DIR: give --out")
-    path = out / "household_help.json"
-    return read_record(path) if path.is_file() else None
-
-
-def _check_setting(old: dict, setting: dict, out: Path) -> None:
-    """Raises ``ValueError`` when the record ``old`` in ``out`` was measured in another ``setting`` (split, task
-    seed, tasks, seeds, simulations, teleport, seed). A record without ``task_seed`` (written before
-    ``--task-seed`` existed, when the split was built from ``--seed``) has its ``seed`` as task seed."""
-    old = {"task_seed": old.get("seed"), **old}
-    other = {k: old.get(k) for k in setting if old.get(k) != setting[k]}
-    if other:
-        raise ValueError(f"--append: {out / 'household_help.json'} was measured with {other}, not {setting}")
-
-
-def _merged(old: dict, new: dict) -> dict:
-    """Returns the earlier record ``old`` with ``new``'s helpers added (replacing those measured again)."""
-    merged = dict(old)
-    for name in ("results", "lengths", "runs"):
-        merged[name] = {**old.get(name, {}), **new[name]}
-    merged["seconds"] = old.get("seconds", 0.0) + new["seconds"]
-    return merged
 
 
 def cmd_demos(args) -> int:
@@ -443,13 +198,6 @@ def cmd_demos(args) -> int:
 
 
 KINDS = ("watch", "hybrid", "hrl")
-#: the paper's goal-inference figures (§5.3): (precision, recall) per model and test set
-PAPER_GOALS = {
-    "graph": {"test-1": (0.85, 0.96), "test-2": (0.68, 0.64)},
-    "last": {"test-1": (0.79, 0.75)},
-    "actions": {"test-1": (0.99, 0.99)},
-    "chance": {"test-1": (0.08, 0.09)},
-}
 
 
 def config_type(kind: str) -> type:
@@ -512,57 +260,6 @@ def run_line(summary: dict[str, Any], out: Path) -> str:
         for k, v in summary.items()
         if k not in ("title", "sizes", "checkpoint") and isinstance(v, (int, float, str))
     )
-
-
-def goal_rows(runs: list[str], demos_dir: str, splits: list[str], seed: int = 0) -> list[dict[str, Any]]:
-    """Returns one row per (model, decoding, split): the watch runs' precision, recall, F1 and accuracy (raw argmax
-    and grammar decoding, ``watch.decode``) on the paired
-    demonstrations ``demos_dir/<split>.npz``, then chance (goals drawn from ``train.npz``'s successful
-    demonstrations, ``watch.chance_counts``), each beside the paper's figures where it gives them."""
-    import jax
-
-    from jaxsoc.envs.household.agents import demos as D
-    from jaxsoc.learners.household import watch as WA
-    from jaxsoc.learners.household import watch_run
-
-    sets = {split: D.load(Path(demos_dir) / f"{split}.npz") for split in splits}
-    rows = []
-    for run in runs:
-        config, params = watch_run.load(run)
-        for split, demos in sets.items():
-            paper = PAPER_GOALS.get(config.input, {}).get(split)
-            scored = watch_run.evaluate((config, params), demos)
-            for decoding in WA.DECODINGS:
-                prefix = "" if decoding == "argmax" else f"{decoding}_"
-                row = {"model": config.input, "decoding": decoding, "run": str(run), "split": split, "paper": paper}
-                row.update({k: scored[prefix + k] for k in ("precision", "recall", "f1", "accuracy")})
-                rows.append({**row, "episodes": scored["episodes"]})
-    train_goals = np.asarray(D.load(Path(demos_dir) / "train.npz", successful_only=True).tasks.states.goal_count)
-    for split, demos in sets.items():
-        chance = WA.chance_counts(jax.random.key(seed), train_goals, len(demos))
-        scores = WA.scores(chance, np.asarray(demos.tasks.states.goal_count))
-        paper = PAPER_GOALS["chance"].get(split)
-        rows.append(
-            {"model": "chance", "decoding": "-", "run": "-", "split": split, "paper": paper, **scores}
-            | {"episodes": len(demos)}
-        )
-    return rows
-
-
-def goal_table(rows: list[dict[str, Any]]) -> str:
-    """Returns the markdown table of ``goal_rows``."""
-    lines = [
-        "| model | decoding | split | demonstrations | precision | recall | F1 | accuracy | paper precision / recall "
-        "| run |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for r in rows:
-        paper = f"{r['paper'][0]:.2f} / {r['paper'][1]:.2f}" if r["paper"] else "–"
-        lines.append(
-            f"| {r['model']} | {r.get('decoding', '-')} | {r['split']} | {r['episodes']} | {r['precision']:.3f} | "
-            f"{r['recall']:.3f} | {r['f1']:.3f} | {r['accuracy']:.3f} | {paper} | {r['run']} |"
-        )
-    return "\n".join(lines)
 
 
 def cmd_goals(args) -> int:
