@@ -13,7 +13,6 @@ they are ``slow`` (another minute of compilation on a 2-core CPU), as is the GPU
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -21,14 +20,17 @@ import jax
 import pytest
 
 from jaxsoc import gpu_suite
+from jaxsoc.bench.family import TABLES
+from jaxsoc.cli import main
 from jaxsoc.envs.chaic import throughput
 from jaxsoc.gpu_suite import chaic as suite_chaic
 from jaxsoc.gpu_suite import core
 
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+
 N, T = 4, 3
 TINY_N, TINY_T = 2, 2  # CI: the counting test at the tiniest size
 TINY_MODES = ("uniform",)  # CI: the primitive env (ChaicEnv); the helper view, valid and agents run -m slow
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "chaic_throughput.py"
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +95,7 @@ def test_tiny_rows_have_consistent_counts(tiny_rows):
 def test_the_committed_gpu_rows_have_consistent_counts():
     # CI's check of the counting (no compiling): the rows the GPU suite's CHAIC part measured on a GPU, each mode's
     # counts at its own size and step count
-    rows = json.loads((SCRIPT.parent / "results" / "gpu_chaic.json").read_text())["rows"]
+    rows = json.loads((RESULTS / "gpu_chaic.json").read_text())["rows"]
     assert {r["mode"] for r in rows} == set(throughput.MODES) and all(r["platform"] == "gpu" for r in rows)
     for r in rows:
         check_counts([r], r["num_envs"], r["steps"], r["repeats"], "gpu")
@@ -131,20 +133,18 @@ def test_format_table(rows):
 
 
 @pytest.mark.slow
-def test_script_writes_rows_and_resumes(rows, tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("chaic_throughput_script", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    args = ["--sizes", str(N), "--steps", str(T), "--repeats", "1", "--modes", "uniform", "helper"]
-    args += ["--out", str(tmp_path)]
-    assert script.main(args) == 0
-    saved = json.loads((tmp_path / script.JSON_NAME).read_text())
+def test_bench_writes_rows_and_resumes(rows, tmp_path, capsys):
+    table = TABLES["chaic"]
+    args = ["bench", "--suite", "chaic", "--num-envs", str(N), "--steps", str(T), "--repeats", "1"]
+    args += ["--modes", "uniform", "helper", "--out-dir", str(tmp_path)]
+    assert main(args) == 0
+    saved = json.loads((tmp_path / table.json_name).read_text())
     assert [r["mode"] for r in saved["rows"]] == ["uniform", "helper"] and saved["rows"][0]["agent_steps_per_s"] > 0
     assert saved["device"] and saved["seconds"] > 0
-    md = (tmp_path / script.MD_NAME).read_text()
+    md = (tmp_path / table.md_name).read_text()
     assert "| uniform | ChaicEnv | normal | 4 | 3 |" in md and "| helper | ChaicHelperEnv | normal | 4 | 3 |" in md
-    assert script.main([*args, "--resume"]) == 0
-    assert json.loads((tmp_path / script.JSON_NAME).read_text())["rows"] == saved["rows"]  # kept, not remeasured
+    assert main([*args, "--resume"]) == 0
+    assert json.loads((tmp_path / table.json_name).read_text())["rows"] == saved["rows"]  # kept, not remeasured
     assert "| uniform | ChaicEnv | normal | 4 | 3 |" in capsys.readouterr().out
 
 

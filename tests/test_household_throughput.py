@@ -7,21 +7,20 @@ fixture) and reused by the part's and the script's tests (``compile_workloads`` 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import jax
 import pytest
 
 from jaxsoc import gpu_suite
+from jaxsoc.bench.family import TABLES
+from jaxsoc.cli import main
 from jaxsoc.envs.household import throughput
 from jaxsoc.envs.household import world as W
 from jaxsoc.gpu_suite import core
 from jaxsoc.gpu_suite import household as suite_household
 
 N, T = 4, 3
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "household_throughput.py"
 
 
 @pytest.fixture(scope="module")
@@ -67,17 +66,16 @@ def test_format_table(rows):
     assert "out of memory" in throughput.format_table([{**rows[0], "error": "out of memory"}])
 
 
-def test_script_writes_rows_and_resumes(rows, tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("household_throughput_script", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    args = ["--sizes", str(N), "--steps", str(T), "--repeats", "1", "--modes", "uniform", "--out", str(tmp_path)]
-    assert script.main(args) == 0
-    saved = json.loads((tmp_path / script.JSON_NAME).read_text())
+def test_bench_writes_rows_and_resumes(rows, tmp_path, capsys):
+    table = TABLES["household"]
+    args = ["bench", "--suite", "household", "--num-envs", str(N), "--steps", str(T), "--repeats", "1"]
+    args += ["--modes", "uniform", "--out-dir", str(tmp_path)]
+    assert main(args) == 0
+    saved = json.loads((tmp_path / table.json_name).read_text())
     assert [r["mode"] for r in saved["rows"]] == ["uniform"] and saved["rows"][0]["steps_per_s"] > 0
-    assert "| uniform | HouseholdEnv | 4 | 3 |" in (tmp_path / script.MD_NAME).read_text()
-    assert script.main([*args, "--resume"]) == 0
-    assert json.loads((tmp_path / script.JSON_NAME).read_text())["rows"] == saved["rows"]  # kept, not remeasured
+    assert "| uniform | HouseholdEnv | 4 | 3 |" in (tmp_path / table.md_name).read_text()
+    assert main([*args, "--resume"]) == 0
+    assert json.loads((tmp_path / table.json_name).read_text())["rows"] == saved["rows"]  # kept, not remeasured
     assert "| uniform | HouseholdEnv | 4 | 3 |" in capsys.readouterr().out
 
 

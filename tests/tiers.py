@@ -407,7 +407,7 @@ LEFT_OUT_OF_CI = {
         "builds the throughput table's workloads (a minute); the workloads' checks and the part's verdicts run in CI,"
         " as does CHAIC's counting"
     ),
-    "tests/test_household_throughput.py::test_script_writes_rows_and_resumes": (
+    "tests/test_household_throughput.py::test_bench_writes_rows_and_resumes": (
         "builds the throughput table's workloads (a minute); the workloads' checks and the part's verdicts run in CI,"
         " as does CHAIC's counting"
     ),

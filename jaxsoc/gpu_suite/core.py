@@ -8,7 +8,6 @@ import datetime
 import functools
 import importlib
 import importlib.util
-import json
 import math
 import os
 import sys
@@ -23,6 +22,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxsoc.bench.rows import keyed_rows, read_json, write_json
 from jaxsoc.core import compile_cache
 from jaxsoc.core.timing import device_info, timed_compile
 
@@ -265,18 +265,11 @@ def row_path(out_dir: str | Path, name: str) -> Path:
 
 def read_part(out_dir: str | Path, name: str) -> dict | None:
     """Returns the content of part ``name``'s row file, or None when there is none (or it is unreadable)."""
-    path = row_path(out_dir, name)
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+    return read_json(row_path(out_dir, name))
 
 
 def _write_json(path: Path, value: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(jsonable(value), indent=1, allow_nan=False) + "\n")
-    tmp.replace(path)
+    write_json(path, jsonable(value), allow_nan=False)
 
 
 def _now() -> str:
@@ -322,7 +315,7 @@ def run_part(
         log(f"[{part.name}] complete in {where}: skipped (--force redoes it)")
         return old
     same = same_size and old.get("device") == info["device"] and not force  # rows of another device are not mixed in
-    previous = {r["key"]: r for r in old.get("rows", []) if "key" in r and not r.get("partial")} if same else {}
+    previous = keyed_rows(old.get("rows", [])) if same else {}
     start = time.perf_counter()
     ctx = Context(part, params, min(start + budget_s, stop_at), previous, workers, toy)
     state = {
