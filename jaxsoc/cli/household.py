@@ -11,8 +11,8 @@ jaxsoc household goals runs/watch --demos demos --out results   # goal inference
 
 The Help stage's evaluation is ``jaxsoc.learners.household.help_eval``, the Watch stage's table
 ``jaxsoc.learners.household.goals_eval`` and ``render``'s episode ``jaxsoc.envs.household.rollout``; this module
-parses, calls and prints. It is also the front end of Watch-And-Help's learners for ``jaxsoc train watch|hybrid|hrl`` (``config_type``,
-``train_command``, ``run_line``):
+parses, calls and prints. It is also the front end of Watch-And-Help's learners for ``jaxsoc train
+watch|hybrid|hrl`` (``config_type``, ``train_command``, ``run_line``):
 
 jaxsoc train watch --demos demos --out runs/watch                    # the goal-inference model (the paper's)
 jaxsoc train watch --demos demos --set input=last --out runs/last   # the last-observation ablation

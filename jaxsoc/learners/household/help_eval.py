@@ -271,13 +271,13 @@ def evaluate_help(
     log=lambda line: print(line, flush=True),
 ) -> dict:
     """Returns the record of ``household_help.json``: ``helpers`` (``HELPERS``) each beside Alice alone on
-        ``num_tasks`` tasks of ``task_set`` spread evenly (``task_index``; default all), ``seeds`` runs each, at most
-        ``batch`` at a time; the setting (``help_setting``), ``device``, ``seconds``, ``results`` (``evaluate.metrics``
-        per helper and group), ``lengths`` and ``runs`` (the watch run of the inferred helpers), added to ``earlier`` (a
-        record of the same setting) if given. ``watch``: the run that infers the goal of ``INFERRED`` helpers from the
-        paired demonstrations (``demos``: their directory, else recorded from the split built from ``task_seed``, default
-    the set's seed; ``inferred_goals``); ``hybrid``, ``hrl``,
-        ``hrl_commit``: the learned helpers (``helper_agent``). The learned runs are read before any episode is played."""
+    ``num_tasks`` tasks of ``task_set`` spread evenly (``task_index``; default all), ``seeds`` runs each, at most
+    ``batch`` at a time; the setting (``help_setting``), ``device``, ``seconds``, ``results`` (``evaluate.metrics``
+    per helper and group), ``lengths`` and ``runs`` (the watch run of the inferred helpers), added to ``earlier`` (a
+    record of the same setting) if given. ``watch``: the run that infers the goal of ``INFERRED`` helpers from the
+    paired demonstrations (``demos``: their directory, else recorded from the split built from ``task_seed``,
+    default the set's seed; ``inferred_goals``); ``hybrid``, ``hrl``, ``hrl_commit``: the learned helpers
+    (``helper_agent``). The learned runs are read before any episode is played."""
     from jaxsoc.envs.household import env as E
     from jaxsoc.envs.household.agents import agents as AG
     from jaxsoc.envs.household.agents import evaluate as EV
