@@ -1,7 +1,7 @@
 """CHAIC's object catalogue, agents' abilities, success-probability constants, action durations and tasks.
 
-Everything here is a constant of the benchmark (``social-benchmarks-spec.md`` §2, read from the original code,
-``UMass-Foundation-Model/CHAIC`` ``ac18fcf``):
+Everything here is a constant of the benchmark, read from the original code (``UMass-Foundation-Model/CHAIC``
+``ac18fcf``):
 
 - **Objects**: the indoor target groups (fruit, bread, work, school; ``dataset/test_dataset/list.json``), their
   containers, the wheelchair task's obstacles, the fragile vase, the shopping task's 12 goods and 3 baskets

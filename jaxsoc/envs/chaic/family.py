@@ -4,7 +4,7 @@ the one check of a CHAIC task name."""
 
 from __future__ import annotations
 
-from jaxsoc.core.family import EnvFamily
+from jaxsoc.core.family import EnvFamily, resolve
 from jaxsoc.envs.chaic.catalogue import TASK_IDS, TASKS
 
 #: the name of the views over every task (``env.ALL``)
@@ -19,30 +19,18 @@ def _ids() -> tuple[str, ...]:
 
 def _register(add) -> None:
     """Registers per task the two-agent world, the helper's view and the options view, then the all-task views (each
-    built on first ``make``)."""
+    built on first ``make``; the classes are named, ``core.family.resolve``, as the env modules import this one)."""
 
     def view(cls: str, task: str):
-        def make():
-            from jaxsoc.envs.chaic import env
-
-            return getattr(env, cls)(task)
-
-        return make
-
-    def options(task: str):
-        def make(**kwargs):  # shared_reward, events, partner, rooms (ChaicOptionsEnv)
-            from jaxsoc.envs.chaic.options import ChaicOptionsEnv
-
-            return ChaicOptionsEnv(task, **kwargs)
-
-        return make
+        return lambda **kwargs: resolve(f"jaxsoc.envs.chaic.{cls}")(task, **kwargs)
 
     for task, name in TASK_IDS.items():
-        add(f"CHAIC-{name}-v0", view("ChaicEnv", task))
-        add(f"CHAIC-{name}-Helper-v0", view("ChaicHelperEnv", task))
-        add(f"CHAIC-{name}-Options-v0", options(task))
-    add("CHAIC-All-Helper-v0", view("ChaicHelperEnv", ALL))
-    add("CHAIC-All-Options-v0", options(ALL))
+        add(f"CHAIC-{name}-v0", view("env:ChaicEnv", task))
+        add(f"CHAIC-{name}-Helper-v0", view("env:ChaicHelperEnv", task))
+        # shared_reward, events, partner, rooms (ChaicOptionsEnv)
+        add(f"CHAIC-{name}-Options-v0", view("options:ChaicOptionsEnv", task))
+    add("CHAIC-All-Helper-v0", view("env:ChaicHelperEnv", ALL))
+    add("CHAIC-All-Options-v0", view("options:ChaicOptionsEnv", ALL))
 
 
 FAMILY = EnvFamily(
