@@ -19,8 +19,7 @@ import json
 import time
 from pathlib import Path
 
-from jaxsoc.cli.bib import eval_runs
-from jaxsoc.learners.bib import run
+from jaxsoc.learners.bib import evaluation, run
 
 OBSERVERS = ("bib-bc-mlp", "bib-bc-rnn", "bib-video-rnn")
 #: the scales: background episodes, evaluation pairs per type, and each kind's config overrides
@@ -76,18 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     summaries = {"bib-atc": _train("bib-atc", out / "bib-atc", scale, args, None)}
     for kind in OBSERVERS:
         summaries[kind] = _train(kind, out / kind, scale, args, out / "bib-atc")
-    evaluation = argparse.Namespace(
-        run=[str(out / kind) for kind in OBSERVERS],
-        types=None,
-        seed=args.eval_seed,
-        pairs=scale["pairs"],
-        data=None,
-        reduce="max",
-        batch=64,
-        no_reference=False,
-        out=str(out / "eval"),
+    result = evaluation.evaluate_runs(
+        [str(out / kind) for kind in OBSERVERS], seed=args.eval_seed, pairs=scale["pairs"], reduce="max", batch=64
     )
-    eval_runs(evaluation)
+    print(result.table)
+    evaluation.write_runs_evaluation(out / "eval", result)
     record = {"scale": args.scale, **scale, "summaries": summaries, "wall_s": time.perf_counter() - start}
     (out / "eval" / "training.json").write_text(json.dumps(record, indent=1, default=str))
     print(f"{args.scale} scale: {record['wall_s'] / 60:.1f} min; {out / 'eval' / 'bib_eval.md'}")

@@ -190,41 +190,21 @@ def _check_eval(args) -> None:
 
 def eval_runs(args) -> int:
     """``jaxsoc bib eval RUN ...``: VOE accuracy of trained observers (mean ± SE over each run's seeds) beside
-    the reference observers and the paper's Table 1; writes ``bib_eval.{json,md,png}`` to ``--out``. The runs
-    are checked first (``_check_eval``)."""
-    from jaxsoc.envs.bib import OBSERVERS, tasks
-    from jaxsoc.learners import voe
-    from jaxsoc.learners.bib import data as D
-    from jaxsoc.learners.bib import run
+    the reference observers and the paper's Table 1 (``learners.bib.evaluation``); writes ``bib_eval.{json,md,png}``
+    to ``--out``. The runs are checked first (``_check_eval``)."""
+    from jaxsoc.learners.bib import evaluation
 
-    types = tuple(args.types or tasks.EVALUATION)
-    start = time.perf_counter()
-    pairs = D.evaluation_pairs(args.seed, args.pairs, types, args.data)
-    source = f"files under {args.data}" if args.data else f"{args.pairs} generated pairs per type (seed {args.seed})"
-    means, errors, records = {}, {}, {}
-    for path in args.run:
-        info = run.read_info(path)
-        result = run.evaluate(path, pairs, reduce=args.reduce, batch=args.batch, region=args.region)
-        seeds = len(result["per_seed"])
-        name = f"{run.PAPER_NAMES.get(info.get('kind'), Path(path).name)} ({Path(path).name}, {seeds} seed(s))"
-        means[name], errors[name], records[name] = result["mean"], result["se"], {"run": str(path), **result}
-    if not args.no_reference:
-        for name, observer in OBSERVERS.items():
-            means[name] = voe.evaluate(observer, pairs, reduce=args.reduce, batch=256)
-    seconds = time.perf_counter() - start
-    table = voe.format_table(means, errors)
-    if args.region != "frame":
-        source += f", video surprise over the {args.region}'s cells"
-    print(f"BIB VOE accuracy, {source}, surprise reduced by {args.reduce}, mean ± SE over seeds, {seconds:.0f} s")
-    print(table)
+    result = evaluation.evaluate_runs(
+        args.run, types=args.types, seed=args.seed, pairs=args.pairs, data=args.data, reduce=args.reduce,
+        batch=args.batch, region=args.region, reference=not args.no_reference,
+    )  # fmt: skip
+    print(
+        f"BIB VOE accuracy, {result.source}, surprise reduced by {result.reduce}, mean ± SE over seeds, "
+        f"{result.seconds:.0f} s"
+    )
+    print(result.table)
     if args.out:
-        pairs_count = {name: int(np.shape(p.moves)[0]) for name, p in pairs.items()}
-        header = f"{source}; mean ± SE over seeds\n\n"
-        saved = voe.save_report(
-            args.out, "bib_eval", header + table, means, source=source, reduce=args.reduce, pairs=pairs_count,
-            runs=records, seconds=seconds,
-        )  # fmt: skip
-        print(saved)
+        print(evaluation.write_runs_evaluation(args.out, result))
     return 0
 
 
