@@ -174,6 +174,21 @@ TASKS = (
     "furniture",
 )
 TASK = {name: i for i, name in enumerate(TASKS)}
+#: each task's seed: what its training banks and recorded episodes fold into their random streams. Written out (not
+#: a position in ``TASKS``) so that adding or reordering a task leaves every other task's episodes as they are; a
+#: new task takes a new number
+TASK_SEED = {
+    "normal": 0,
+    "high_target": 1,
+    "high_container": 2,
+    "high_goalplace": 3,
+    "low_target": 4,
+    "obstacle": 5,
+    "shopping": 6,
+    "furniture": 7,
+}
+if set(TASK_SEED) != set(TASKS) or len(set(TASK_SEED.values())) != len(TASK_SEED):
+    raise ValueError(f"TASK_SEED must give every task of TASKS its own seed: {TASK_SEED}, {TASKS}")
 #: the registered ids: ``CHAIC-<name>-v0`` (two agents) and ``CHAIC-<name>-Helper-v0`` (the helper's view)
 TASK_IDS = {name: "".join(part.capitalize() for part in name.split("_")) for name in TASKS}
 TASK_ABILITY = {

@@ -426,7 +426,7 @@ def split_episodes(task: str, split: str, seed: int = 0, size: int | None = None
         if size <= 0:
             raise ValueError(f"size must be positive, not {size}")
         # the task in the seed: each task's train bank draws its own episodes (the test split is unchanged)
-        seeds = np.random.default_rng((seed, 1, K.TASKS.index(task))).integers(0, 2**62, size).tolist()
+        seeds = np.random.default_rng((seed, 1, K.TASK_SEED[task])).integers(0, 2**62, size).tolist()
     combos = [(p, i) for p in plans for i in range(SC.num_layouts(p))]
     return [(*combos[e % len(combos)], int(s)) for e, s in enumerate(seeds)]
 

@@ -187,7 +187,7 @@ def record(
         states = T.cached_split(task, split).states
         count = int(states.total.shape[0]) if episodes is None else min(episodes, int(states.total.shape[0]))
         runs.append(jax.tree_util.tree_map(lambda x, n=count: jnp.repeat(x[:n], seeds, axis=0), states))
-        keys.append(jax.random.split(jax.random.fold_in(jax.random.key(seed), K.TASK[task]), count * seeds))
+        keys.append(jax.random.split(jax.random.fold_in(jax.random.key(seed), K.TASK_SEED[task]), count * seeds))
     states = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *runs)
     keys = jnp.concatenate(keys)
     n = int(keys.shape[0])
