@@ -242,12 +242,17 @@ def test_reset_is_deterministic_and_keyed(env_and_params, request):
     a = env.reset(jax.random.key(3), params)
     b = env.reset(jax.random.key(3), params)
     chex.assert_trees_all_equal(a, b)
-    # another key gives another episode (observation or state), except on the fixed layouts
-    other = env.reset(jax.random.key(4), params)
-    same = all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(other)))
+
+    # other keys give other episodes (observation or state), except on the fixed layouts; several keys, as a level
+    # with few layouts (LavaGapS5: the gap in one of 3 rows) gives two keys the same one a third of the time
+    def same_as_a(seed: int) -> bool:
+        other = env.reset(jax.random.key(seed), params)
+        return all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(other)))
+
+    same = all(same_as_a(seed) for seed in range(4, 12))
     name = request.node.callspec.params["env_and_params"]
     assert same == (name in KEY_INDEPENDENT_RESETS), (
-        f"{name}: keys 3 and 4 give {'the same' if same else 'other'} resets"
+        f"{name}: keys 4-11 give {'the same reset as' if same else 'other resets than'} key 3"
     )
 
 
