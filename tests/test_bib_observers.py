@@ -9,7 +9,7 @@ from jaxsoc.envs.bib import tasks
 from jaxsoc.envs.bib import world as W
 from jaxsoc.envs.bib.inverse_planner import inverse_planning_surprise, stage_values
 from jaxsoc.envs.bib.observers import nearest_object_surprise
-from jaxsoc.learners import voe
+from jaxsoc.learners.bib import voe
 
 N = 16
 PARAMS = W.BIBParams.compact()

@@ -1,4 +1,4 @@
-"""BIB's VOE scoring (``jaxsoc.learners.voe``) and the nearest-object observer (``jaxsoc.envs.bib.observers``)."""
+"""BIB's VOE scoring (``jaxsoc.learners.bib.voe``) and the nearest-object observer (``jaxsoc.envs.bib.observers``)."""
 
 import jax
 import jax.numpy as jnp
@@ -7,7 +7,7 @@ import pytest
 
 from jaxsoc.envs.bib import observers
 from jaxsoc.envs.bib import world as W
-from jaxsoc.learners import voe
+from jaxsoc.learners.bib import voe
 
 MAX_MOVES = 8
 

@@ -91,7 +91,7 @@ def cmd_data(args) -> int:
 
 def cmd_eval(args) -> int:
     from jaxsoc.envs.bib import OBSERVERS, tasks
-    from jaxsoc.learners import voe
+    from jaxsoc.learners.bib import voe
 
     _check_eval(args)
     if args.run:

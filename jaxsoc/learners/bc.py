@@ -77,6 +77,7 @@ from tqdm.auto import tqdm
 import jaxsoc
 from jaxsoc.data.loader import DemoDataset, padded_batch
 from jaxsoc.data.memory import MemoryDemos, canonical_env_id, load_demos
+from jaxsoc.learners import families
 from jaxsoc.learners.evaluate import VALIDATION_SEED, evaluate
 from jaxsoc.learners.networks import registry
 
@@ -103,7 +104,8 @@ class BCConfig:
 
     Attributes:
         env_id: the environment of the demonstrations and of validation.
-        network: the registered policy network (``networks.registry``; ``"babyai"``: ``ACModel``).
+        network: the registered policy network (``networks.registry``); default: the network of the family whose
+            recipe the shared learners' defaults are (``learners.families.default``: BabyAI's ``ACModel``).
         preset: the network's preset (BabyAI: ``"small"``, ``"large"``, ``"tiny"``).
         model: config overrides of the network, a mapping or ``(name, value)`` pairs (kept as sorted pairs).
         batch_size: demonstrations per update (256 Small, 128 Large); lowered to the number of training
@@ -127,7 +129,7 @@ class BCConfig:
     """
 
     env_id: str
-    network: str = "babyai"
+    network: str = families.default().network
     preset: str = "small"
     model: Any = ()
     batch_size: int = 256

@@ -5,7 +5,7 @@
 - ``render``: frames at 84x84 or 200x200 and GIF/MP4 export; ``bibjson`` and ``dataset``: BIB's JSON layout,
   datasets on disk, and fresh episodes in memory.
 - ``observers`` and ``inverse_planner``: two reference observers for violation-of-expectation scoring
-  (``jaxsoc.learners.voe``); ``OBSERVERS`` names them for ``jaxsoc bib eval``.
+  (``jaxsoc.learners.bib.voe``); ``OBSERVERS`` names them for ``jaxsoc bib eval``.
 """
 
 from jaxsoc.envs.bib.inverse_planner import inverse_planning_surprise

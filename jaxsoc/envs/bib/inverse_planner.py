@@ -19,7 +19,7 @@ asks how probable each step of the test trial is, given everything seen before i
   agents say nothing about it) is updated step by step through the test trial; the surprise of step ``k``
   is ``-log`` of its posterior predictive probability given the steps before it.
 
-``inverse_planning_surprise(episode)`` returns per-step surprises for ``jaxsoc.learners.voe``.
+``inverse_planning_surprise(episode)`` returns per-step surprises for ``jaxsoc.learners.bib.voe``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 An observer reads an ``Episode`` (its 8 familiarisation trials and the test trial) and returns the surprise of
 each cell-level step of the test trial, ``-log p(observed move | cell)``, with a mask of the real steps;
-``jaxsoc.learners.voe`` turns these into episode scores and pairwise accuracies.
+``jaxsoc.learners.bib.voe`` turns these into episode scores and pairwise accuracies.
 
 ``test_steps`` extracts the test trial's steps and is shared by all observers. ``nearest_object_surprise`` is
 a heuristic observer that needs no training: it expects the agent to walk, noisy-rationally, to whichever

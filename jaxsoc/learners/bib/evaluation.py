@@ -55,9 +55,8 @@ def evaluate_runs(
     or on the BIB files under ``data``; with ``reference``, the reference observers' accuracies as well.
     ``region`` (``"frame"`` or ``"agent"``) is where a video run's surprise is read."""
     from jaxsoc.envs.bib import OBSERVERS, tasks
-    from jaxsoc.learners import voe
     from jaxsoc.learners.bib import data as D
-    from jaxsoc.learners.bib import run
+    from jaxsoc.learners.bib import run, voe
 
     start = time.perf_counter()
     evaluation_pairs = D.evaluation_pairs(seed, pairs, tuple(types or tasks.EVALUATION), data)
@@ -83,7 +82,7 @@ def evaluate_runs(
 def write_runs_evaluation(out: str | Path, result: RunsEvaluation) -> Any:
     """Writes ``bib_eval.{json,md,png}`` of ``result`` to the folder ``out``; returns ``voe.save_report``'s value
     (what it wrote)."""
-    from jaxsoc.learners import voe
+    from jaxsoc.learners.bib import voe
 
     header = f"{result.source}; mean ± SE over seeds\n\n"
     return voe.save_report(

@@ -8,7 +8,7 @@ that ``run`` drives, ``vmap`` ped over seeds and ``scan`` ned over the steps of 
   (``{"episodes": Episode}``, plus frozen-encoder features where a learner caches them);
 - ``loss(params, target, key, batch, train) -> (loss, metrics)`` on a batch of those arrays;
 - ``surprise(params, episodes) -> (float32[B, S], bool[B, S])`` per test-trial step, for
-  ``jaxsoc.learners.voe`` (the observers; ``None`` for the ATC encoder).
+  ``jaxsoc.learners.bib.voe`` (the observers; ``None`` for the ATC encoder).
 
 The optimiser is the baselines' Adam with the gradient norm clipped at ``grad_clip``. Stochastic weight
 averaging (``swa``) keeps the mean of the parameters at the end of every epoch from ``swa_start`` (a fraction

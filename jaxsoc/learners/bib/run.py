@@ -29,8 +29,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from jaxsoc.envs.bib import world as W
-from jaxsoc.learners import voe
 from jaxsoc.learners.bib import data as D
+from jaxsoc.learners.bib import voe
 from jaxsoc.learners.bib.atc import ATCConfig, ATCLearner
 from jaxsoc.learners.bib.bc import BCConfig, BCLearner
 from jaxsoc.learners.bib.learner import Learner
