@@ -25,7 +25,7 @@ from gymnax.wrappers.purerl import LogWrapper as GymnaxLogWrapper
 import jaxsoc
 from jaxsoc.core import spaces
 from jaxsoc.core.adapters.flatten import MAX_CATEGORIES, FlattenObservation, flatten_layout, flatten_observation
-from jaxsoc.core.adapters.gymnax import GymnaxEnv, GymnaxParams, episode_step_limit, make
+from jaxsoc.core.adapters.gymnax import GymnaxEnv, GymnaxParams, make
 from jaxsoc.core.env import Environment
 from jaxsoc.core.wrappers import LogWrapper, Wrapper
 
@@ -173,7 +173,7 @@ def test_adapter_refuses_what_it_cannot_adapt(empty):
     with pytest.raises(ValueError, match="max_steps_in_episode=N"):
         GymnaxEnv(Unbounded(env))
     empty = GymnaxEnv(EMPTY).env  # a MiniGrid env states its fixed limit, and none without one
-    assert episode_step_limit(empty) == 100 and episode_step_limit(empty, params.replace(max_steps=0)) is None
+    assert empty.max_episode_steps() == 100 and empty.max_episode_steps(params.replace(max_steps=0)) is None
 
 
 # -- every family's observation flattens (traced only) --------------------------------------------------------------

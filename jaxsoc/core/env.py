@@ -126,18 +126,15 @@ class Environment(abc.ABC):
         self.check_action(action, params)
         return self._step_jit(key, state, action, params)
 
-    def max_episode_steps(self, params: Any = None) -> int:
-        """Returns an upper bound (``int >= 1``, host side) of the steps one episode lasts under ``params``: what a
-        client that sizes its buffers or rollouts by episodes reads (gymnax's ``max_steps_in_episode``). The base
-        class reads a positive ``params.max_steps``; an env whose limit depends on the episode overrides it.
-
-        Raises:
-            NotImplementedError: the env states no bound (its params have no positive ``max_steps``).
-        """
+    def max_episode_steps(self, params: Any = None) -> int | None:
+        """Returns an upper bound (``int >= 1``, host side) of the steps one episode lasts under ``params``, or None
+        when the env states none: what a client that sizes its buffers or rollouts by episodes reads (gymnax's
+        ``max_steps_in_episode``). The base class reads a positive ``params.max_steps``; an env whose limit depends on
+        the episode overrides it."""
         params = self.default_params() if params is None else params
         limit = getattr(params, "max_steps", None)
         if limit is None or _is_traced(limit) or int(limit) < 1:
-            raise NotImplementedError(f"{self.name}: its params state no episode limit (no positive max_steps)")
+            return None
         return int(limit)
 
     def check_action(self, action: Any, params: Any = None) -> None:

@@ -78,7 +78,7 @@ class Wrapper(Environment):
         """Raises ``TypeError``/``ValueError`` as the inner env's ``check_action`` does."""
         self._env.check_action(action, params)
 
-    def max_episode_steps(self, params: Any = None) -> int:
+    def max_episode_steps(self, params: Any = None) -> int | None:
         """Returns the inner env's ``max_episode_steps`` (a wrapper does not change how long an episode lasts)."""
         return self._env.max_episode_steps(params)
 

@@ -6,7 +6,7 @@ What a gymnax client expects and gets here:
 - gymnax spaces (``gymnax.environments.spaces.Discrete``, ``Box``, ``Dict``) from ``observation_space(params)`` and
   ``action_space(params)``; ``num_actions`` and ``name``;
 - ``default_params`` as a property, a ``GymnaxParams`` holding the jaxsoc params and ``max_steps_in_episode``;
-- ``max_steps_in_episode`` an upper bound of the steps of one episode, never 0 (``episode_step_limit``): clients
+- ``max_steps_in_episode`` an upper bound of the steps of one episode, never 0 (``env.max_episode_steps``): clients
   bound loops with it (rejax's evaluation runs ``while length < max_steps_in_episode and not done``), and BabyAI's
   ``params.max_steps`` is 0 ("each episode's limit follows its instruction"), which would end those loops at once;
 - ``step(key, state, action, params)``: the 6-tuple ``(obs, state, reward, terminated, truncated, info)`` of the
@@ -44,7 +44,7 @@ except ImportError as error:  # pragma: no cover - exercised only without gymnax
         "jaxsoc.core.adapters.gymnax needs gymnax (an optional dependency): pip install 'jaxsoc[gymnax]'"
     ) from error
 
-__all__ = ["GymnaxEnv", "GymnaxParams", "episode_step_limit", "make", "to_gymnax_space"]
+__all__ = ["GymnaxEnv", "GymnaxParams", "make", "to_gymnax_space"]
 
 
 def to_gymnax_space(space: Any) -> gymnax_spaces.Space:
@@ -65,16 +65,6 @@ def to_gymnax_space(space: Any) -> gymnax_spaces.Space:
     if isinstance(space, spaces.Dict):
         return gymnax_spaces.Dict({name: to_gymnax_space(sub) for name, sub in space.spaces.items()})
     raise TypeError(f"no gymnax equivalent for {space!r}")
-
-
-def episode_step_limit(env: Environment, params: Any = None) -> int | None:
-    """Returns ``env.max_episode_steps(params)``, an upper bound of one episode's steps that the env states (each
-    family says how its episodes end: a fixed ``max_steps``, BabyAI's longest instruction, CHAIC's frame limit,
-    EXCALIBUR's phase budgets), or None when it states none."""
-    try:
-        return env.max_episode_steps(params)
-    except NotImplementedError:
-        return None
 
 
 @struct.dataclass
@@ -141,7 +131,7 @@ class GymnaxEnv(gymnax_environment.Environment):
         if one_hot is not False and not flatten:
             raise ValueError("one_hot applies to the flattened observation: pass flatten=True with it")
         params = env.default_params() if params is None else params
-        limit = episode_step_limit(env, params) if max_steps_in_episode is None else max_steps_in_episode
+        limit = env.max_episode_steps(params) if max_steps_in_episode is None else max_steps_in_episode
         if limit is None:
             raise ValueError(
                 f"{env.name}: its params show no episode limit; pass GymnaxEnv(..., max_steps_in_episode=N), an "
