@@ -40,16 +40,9 @@ except ImportError:  # gymnasium 1.0, whose vector envs and wrappers all work ne
         DISABLED = "Disabled"
 
 
-from jaxsoc.core.adapters.gymnasium import to_gymnasium_space
+from jaxsoc.core.adapters.gymnasium import check_seed, to_gymnasium_space
 
 __all__ = ["AutoresetMode", "GymnasiumVectorEnv", "to_gymnasium_space"]
-
-
-def _check_seed(seed: Any, what: str) -> int:
-    # jax.random.key keeps only the low 32 bits without x64, so larger seeds would silently collide.
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**32:
-        raise ValueError(f"{what} must be an integer in [0, 2**32), got {seed!r}")
-    return int(seed)
 
 
 class GymnasiumVectorEnv(VectorEnv):
@@ -127,7 +120,7 @@ class GymnasiumVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)  # MultiDiscrete([n] * N)
 
         seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0]) if seed is None else seed
-        self._streams = jax.random.split(jax.random.key(_check_seed(seed, "seed")), self.num_envs)
+        self._streams = jax.random.split(jax.random.key(check_seed(seed, "seed")), self.num_envs)
         self._state = None
         self._obs = None  # the observation of ``_state``: under NEXT_STEP a new episode's first one until shown
         self._shown = None  # world 0's state as the last call showed it (``render``)
@@ -161,12 +154,12 @@ class GymnasiumVectorEnv(VectorEnv):
         if isinstance(seed, (list, tuple)):
             if len(seed) != self.num_envs:
                 raise ValueError(f"a seed list must have one entry per world ({self.num_envs}), got {len(seed)}")
-            seeds = [None if s is None else _check_seed(s, f"seed[{i}]") for i, s in enumerate(seed)]
+            seeds = [None if s is None else check_seed(s, f"seed[{i}]") for i, s in enumerate(seed)]
             keys = [self._streams[i] if s is None else jax.random.key(s) for i, s in enumerate(seeds)]
             self._streams = jnp.stack(keys)
             super().reset(seed=next((s for s in seeds if s is not None), None))
         elif seed is not None:
-            self._streams = jax.random.split(jax.random.key(_check_seed(seed, "seed")), self.num_envs)
+            self._streams = jax.random.split(jax.random.key(check_seed(seed, "seed")), self.num_envs)
             super().reset(seed=int(seed))
         if mask is None:
             self._streams, self._obs, self._state = _reset_worlds(self.env, self._streams, self.params)

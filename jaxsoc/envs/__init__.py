@@ -5,13 +5,9 @@ from jaxsoc.core.registry import register
 from jaxsoc.envs import families
 from jaxsoc.envs.babyai import ALIASES, LEVELS
 from jaxsoc.envs.babyai.minigrid_levels import PAPER_LEVELS
-from jaxsoc.envs.excalibur.family import IDS as _EXCALIBUR_IDS
 from jaxsoc.envs.gridworld.minigrid_ids import MINIGRID_ENVS
 
 PAPER_LEVEL_IDS = frozenset(f"BabyAI-{name}-v0" for name in PAPER_LEVELS)
-
-#: EXCALIBUR's ids by reward variant (``excalibur.env.VARIANTS``; declared in ``envs/excalibur/family.py``)
-EXCALIBUR_IDS = dict(_EXCALIBUR_IDS)
 
 
 def _register_all() -> None:

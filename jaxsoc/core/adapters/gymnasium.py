@@ -45,6 +45,7 @@ __all__ = [
     "MISSION_CHARSET",
     "NAMESPACE",
     "GymnasiumEnv",
+    "check_seed",
     "register_gymnasium_ids",
     "to_gymnasium_space",
 ]
@@ -226,7 +227,7 @@ class GymnasiumEnv(gymnasium.Env):
         if options:
             raise ValueError(f"unsupported reset options {sorted(options)}; GymnasiumEnv takes none")
         if seed is not None:
-            seed = _check_seed(seed)
+            seed = check_seed(seed)
         super().reset(seed=seed)
         if seed is not None:
             self._stream = jax.random.key(seed)
@@ -382,10 +383,11 @@ def _not_single_agent(name: str | None, env: Any) -> str:
     return message + ". Multi-agent worlds are used through jaxsoc.make (JaxMARL-style dicts)."
 
 
-def _check_seed(seed: Any) -> int:
-    # jax.random.key keeps only the low 32 bits without x64, so larger seeds would silently collide.
+def check_seed(seed: Any, what: str = "seed") -> int:
+    """Returns ``seed`` as an ``int``; raises ``ValueError`` naming ``what`` unless it is an integer in ``[0, 2**32)``
+    (``jax.random.key`` keeps only the low 32 bits without x64, so larger seeds would silently collide)."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**32:
-        raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+        raise ValueError(f"{what} must be an integer in [0, 2**32), got {seed!r}")
     return int(seed)
 
 
