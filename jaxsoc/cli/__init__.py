@@ -25,7 +25,7 @@ NO_DEFAULT_COMPILE_CACHE = frozenset({"bench"})
 
 def build_parser() -> argparse.ArgumentParser:
     """Returns the ``jaxsoc`` parser with every subcommand; each sets ``func(args) -> exit code``."""
-    from jaxsoc.cli import bench, bib, chaic, common, excalibur, household, learn
+    from jaxsoc.cli import bench, bib, chaic, common, excalibur, household, learn, models
 
     parser = argparse.ArgumentParser(prog="jaxsoc", description=DESCRIPTION)
     parser.add_argument(
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_parsers(sub)
     for family in (bib, household, chaic, excalibur):
         family.add_parser(sub)
+    models.add_parser(sub)
     return parser
 
 

@@ -233,12 +233,11 @@ def _train_imitation(args) -> int:
 
 def cmd_eval(args) -> int:
 
-    from jaxsoc.learners.checkpoint import read_meta
     from jaxsoc.learners.evaluate import evaluate_sampled_and_greedy
-    from jaxsoc.learners.policy import load_policy
+    from jaxsoc.learners.policy import load_policy, run_meta
 
     try:
-        meta = read_meta(Path(args.run) / "checkpoints")
+        meta = run_meta(args.run)
         env_id = args.env or meta["env_id"]
         env, params, model, variables = load_policy(args.run, env_id)
     except (FileNotFoundError, ValueError, KeyError) as error:

@@ -130,6 +130,42 @@ class RunArgument:
 
 
 @dataclasses.dataclass(frozen=True)
+class ModelKind:
+    """A kind of pretrained model a family ships (``jaxsoc.models``): how one is cut from a training run, rebuilt
+    and scored. Every function is ``"module:function"``, imported on use.
+
+    Attributes:
+        name: the kind's name (a card's ``kind``), unique within the family.
+        snapshot: ``snapshot(run) -> (spec, parameters)``: what rebuilds the network (JSON) and its parameters only
+            (nested dicts of arrays), from a training run directory (``jaxsoc.models.snapshot_run`` does the usual
+            case).
+        load: ``load(card, parameters) -> model``: the object the family's evaluation takes (what its run loader
+            returns for a run directory); raises ``ValueError`` when the arrays do not fit the network the card's
+            spec builds (``jaxsoc.models.fit``).
+        evaluate: ``evaluate(ref, **args) -> {metric: value or {"value", "se", "episodes"}}``: the family's
+            evaluation of ``ref`` (``"model:NAME"``, taken wherever a run directory is) with the card's
+            ``evaluation.args``.
+    """
+
+    name: str
+    snapshot: str
+    load: str
+    evaluate: str
+
+    def snapshot_function(self) -> Callable[..., Any]:
+        """Returns ``snapshot`` (imported)."""
+        return resolve(self.snapshot)
+
+    def load_function(self) -> Callable[..., Any]:
+        """Returns ``load`` (imported)."""
+        return resolve(self.load)
+
+    def evaluate_function(self) -> Callable[..., Any]:
+        """Returns ``evaluate`` (imported)."""
+        return resolve(self.evaluate)
+
+
+@dataclasses.dataclass(frozen=True)
 class LearnerFamily:
     """A family's learners (``jaxsoc/learners/<family>/family.py``).
 
@@ -140,6 +176,7 @@ class LearnerFamily:
             keeps the trainers' default.
         learners: its own learners (``Learner``), in the order ``jaxsoc train`` lists them.
         run_arguments: ``{env argument: RunArgument}`` for its environments.
+        models: the kinds of pretrained model it ships (``ModelKind``; ``jaxsoc.models``).
         default_env_id: set by the one family whose recipe is the shared trainers' default: the env they train on
             when none is given (its ``network`` is their default network).
     """
@@ -149,6 +186,7 @@ class LearnerFamily:
     network: str | None = None
     learners: tuple[Learner, ...] = ()
     run_arguments: Mapping[str, RunArgument] = dataclasses.field(default_factory=dict)
+    models: tuple[ModelKind, ...] = ()
     default_env_id: str | None = None
 
 

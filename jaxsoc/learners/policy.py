@@ -14,21 +14,58 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxsoc import models
 from jaxsoc.core.autoreset import select_rows
 from jaxsoc.learners.checkpoint import latest_step, read_meta, restore_raw
-from jaxsoc.learners.evaluate import episode_keys
+from jaxsoc.learners.evaluate import VALIDATION_SEED, episode_keys
 from jaxsoc.learners.networks import registry
 from jaxsoc.learners.ppo import make_env_from
 
 
+def run_meta(run_dir: str | Path) -> dict[str, Any]:
+    """Returns the checkpoint meta of a policy run directory (its newest checkpoint's) or of ``model:NAME`` (the
+    meta its card copied). Raises as ``checkpoint.read_meta`` and ``jaxsoc.models.open_ref``."""
+    if models.ref_name(run_dir) is not None:
+        return models.info(models.ref_name(run_dir)).spec["meta"]
+    return read_meta(Path(run_dir) / "checkpoints")
+
+
+def snapshot_policy(run_dir: str | Path) -> tuple[dict[str, Any], Any]:
+    """Returns ``(spec, parameters)`` of a policy run (``ModelKind.snapshot``): its checkpoint meta, ``run.json``
+    and ``explorer.json`` where present, and ``params`` / ``batch_stats``."""
+    spec, tree = models.snapshot_run(run_dir, files=("run.json", "explorer.json"))
+    if "model_config" not in spec["meta"] or "env_id" not in spec["meta"]:
+        raise ValueError(f"{run_dir} holds no policy checkpoint (its meta has no model_config/env_id)")
+    return spec, tree
+
+
+def network_from_model(card: models.Card, tree: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """Returns ``(model, variables, meta)`` of a policy model (``load_network``'s result): the network its card's
+    meta names, with the stored variables checked against that network initialised on its env's observation.
+
+    Raises:
+        ValueError: an unregistered network, or arrays that do not fit it (named).
+    """
+    meta = card.spec["meta"]
+    model = registry.from_description(meta)
+    env, params = make_env_from(meta["env_id"], meta.get("config", {}).get("env_args", ""))
+    obs = jax.eval_shape(lambda k: env.reset(k, params)[0], jax.random.key(0))
+    obs = jax.tree_util.tree_map(lambda s: jnp.zeros((1, *s.shape), s.dtype), obs)
+    template = jax.eval_shape(model.init, jax.random.key(0), obs, model.initial_memory(1))
+    return model, models.fit(template, tree, card), meta
+
+
 def load_network(run_dir: str | Path) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    """Returns ``(model, variables, meta)`` of the newest checkpoint in ``run_dir/checkpoints``: the registered
-    network its meta names, rebuilt from its config, and its ``params`` (and ``batch_stats``).
+    """Returns ``(model, variables, meta)`` of the newest checkpoint in ``run_dir/checkpoints`` (or of
+    ``model:NAME``): the registered network its meta names, rebuilt from its config, and its ``params`` (and
+    ``batch_stats``).
 
     Raises:
         FileNotFoundError: no checkpoint.
         ValueError: a checkpoint without a model (not a policy), an unregistered network, or no params.
     """
+    if models.ref_name(run_dir) is not None:
+        return network_from_model(*models.open_ref(run_dir, kind=None))
     directory = Path(run_dir) / "checkpoints"
     meta = read_meta(directory)
     try:
@@ -45,19 +82,18 @@ def load_network(run_dir: str | Path) -> tuple[Any, dict[str, Any], dict[str, An
 
 
 def load_policy(run_dir: str | Path, env_id: str | None = None) -> tuple[Any, Any, Any, dict[str, Any]]:
-    """Returns ``(env, env_params, model, variables)`` of the newest checkpoint in ``run_dir/checkpoints``,
-    on ``env_id`` (default the run's env, with the run's ``env_args``); ``model`` is the registered network the
-    checkpoint names, rebuilt from its config (``load_network``).
+    """Returns ``(env, env_params, model, variables)`` of the newest checkpoint in ``run_dir/checkpoints`` (or of
+    ``model:NAME``), on ``env_id`` (default the run's env, with the run's ``env_args``); ``model`` is the
+    registered network the checkpoint names, rebuilt from its config (``load_network``).
 
     Raises:
         FileNotFoundError: no checkpoint.
         ValueError: a checkpoint without a model (not a policy), an unregistered network, or an env whose
             actions or observations do not fit the model.
     """
-    directory = Path(run_dir) / "checkpoints"
-    meta = read_meta(directory)
+    meta = run_meta(run_dir)
     if "model_config" not in meta or "env_id" not in meta:
-        raise ValueError(f"{directory} holds no policy checkpoint (its meta has no model_config/env_id)")
+        raise ValueError(f"{run_dir} holds no policy checkpoint (its meta has no model_config/env_id)")
     model, variables, meta = load_network(run_dir)
     env_id = env_id or meta["env_id"]
     env_args = meta.get("config", {}).get("env_args", "") if env_id == meta["env_id"] else ""
@@ -100,3 +136,30 @@ def record_episodes(env, env_params, model, variables, num_episodes: int, seed: 
         ended = ended | terminated | truncated
         frames.append(render(states, env_params))
     return jnp.stack(frames)
+
+
+def load_policy_model(card: models.Card, tree: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """Returns ``load_policy``'s ``(env, env_params, model, variables)`` for a policy model (``ModelKind.load``)."""
+    return load_policy(models.PREFIX + str(card.path))
+
+
+def evaluate_policy_model(
+    ref: str, episodes: int = 256, seed: int = VALIDATION_SEED, env_id: str | None = None
+) -> dict[str, dict[str, float]]:
+    """Returns ``jaxsoc eval``'s figures of a policy model (``ModelKind.evaluate``): ``success_rate`` (sampled
+    actions) and ``greedy_success_rate`` with their binomial standard errors, and ``mean_return``, on
+    ``episodes`` levels of ``seed``."""
+    from jaxsoc.learners.evaluate import evaluate_sampled_and_greedy
+
+    env, params, model, variables = load_policy(ref, env_id)
+    result = evaluate_sampled_and_greedy(env, params, model, variables, episodes, seed=seed)
+    n = int(result["episodes"])
+
+    def rate(p: float) -> dict[str, float]:
+        return {"value": float(p), "se": float((p * (1 - p) / max(n - 1, 1)) ** 0.5), "episodes": n}
+
+    return {
+        "success_rate": rate(result["success_rate"]),
+        "greedy_success_rate": rate(result["greedy_success_rate"]),
+        "mean_return": {"value": float(result["mean_return"]), "episodes": n},
+    }
