@@ -1,9 +1,10 @@
 """The package's import layers, read from the source with ``ast`` (no module is imported).
 
-Imports run one way: ``core`` -> ``envs`` and ``data`` -> ``learners`` -> ``bench`` -> ``gpu_suite`` -> ``cli``
-(docs/architecture.md). Every import counts: top-level or inside a function, ``import x``, ``from x import y``,
-relative, and ``importlib.import_module("jaxsoc...")`` with a literal (or f-string) name. The tests fail on an
-import from a lower layer to a higher one, naming its file and line, and on any import cycle among the modules.
+Imports run one way: ``core`` -> ``envs`` and ``data`` -> ``learners`` (and ``models``) -> ``bench`` -> ``gpu_suite``
+-> ``cli`` (docs/architecture.md). Every import counts: top-level or inside a function, ``import x``,
+``from x import y``, relative, and ``importlib.import_module("jaxsoc...")`` with a literal (or f-string) name. The
+tests fail on an import from a lower layer to a higher one, naming its file and line, and on any import cycle among
+the modules.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jaxsoc"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("jaxsoc.core",)),
     ("envs", ("jaxsoc", "jaxsoc.compat", "jaxsoc.envs", "jaxsoc.data")),
-    ("learners", ("jaxsoc.learners",)),
+    ("learners", ("jaxsoc.learners", "jaxsoc.models")),
     ("bench", ("jaxsoc.bench",)),
     ("gpu_suite", ("jaxsoc.gpu_suite",)),
     ("cli", ("jaxsoc.cli",)),
