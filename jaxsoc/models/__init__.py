@@ -280,6 +280,23 @@ def export(
     return card
 
 
+def table(cards: Iterable[Card] | None = None) -> str:
+    """Returns a markdown table of ``cards`` (default every stored model): name, family/kind, what it is, its
+    headline figure (mean ± SE, episodes) and its parameters' size in KB (the README's "Pretrained models")."""
+    rows = ["| name | family / kind | what it is | figure (`jaxsoc models eval NAME`) | KB |", "|---|---|---|---|---:|"]
+    for card in list() if cards is None else cards:
+        headline = card.headline()
+        figure = "-"
+        if headline is not None:
+            metric, value = headline
+            se = f" ± {value['se']:.3f}" if value.get("se") else ""
+            episodes = f" ({int(value['episodes'])} episodes)" if value.get("episodes") else ""
+            figure = f"{metric} {value['value']:.3f}{se}{episodes}"
+        what = card.description.split(". ")[0].rstrip(".")
+        rows.append(f"| `{card.name}` | {card.family} / {card.kind} | {what} | {figure} | {card.bytes / 1024:.0f} |")
+    return "\n".join(rows)
+
+
 def total_bytes(store: Path | None = None) -> int:
     """Returns the bytes of every file in ``store`` (default ``STORE``: cards and parameters)."""
     return sum(path.stat().st_size for path in (store or STORE).iterdir() if path.is_file())
