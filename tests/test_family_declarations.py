@@ -41,13 +41,7 @@ def shared_files() -> list[Path]:
 
 
 #: hits left in shared modules outside this change, by file: ``{file: (reason, sorted hits)}``
-PENDING: dict[str, tuple[str, tuple[str, ...]]] = {
-    "jaxsoc/learners/sweeps.py": (
-        "the BabyAI paper's sample-efficiency protocol (generic over levels) beside its paper tables (BabyAI 1.1's "
-        "figures), which belong under learners/babyai/",
-        ('"BabyAI-"', "BABYAI11_RL", "BABYAI11_RL"),
-    ),
-}
+PENDING: dict[str, tuple[str, tuple[str, ...]]] = {}
 
 
 def _docstring_starts(source: str) -> set[tuple[int, int]]:

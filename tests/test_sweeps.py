@@ -20,6 +20,7 @@ from test_bc import CONFIG, synthetic_demos
 from jaxsoc.cli import build_parser, main
 from jaxsoc.cli.learn import bc_config
 from jaxsoc.learners import sweeps
+from jaxsoc.learners.babyai import sweeps as babyai_sweeps
 from jaxsoc.learners.bc import epoch_indices, make_batch, make_learner
 
 
@@ -123,6 +124,7 @@ def test_episodes_to_threshold_smooths_logged_rows_as_rl_dataeff():
     assert sweeps.episodes_to_threshold(rates, episodes, 21, 0.99) is None  # rows 1..21 hold a 0.5
     assert sweeps.episodes_to_threshold(rates, episodes, 3, 1.0) == 120 * 100  # at or above, as the reference
     assert sweeps.rl_window("BabyAI-GoToRedBallGrey-v0") == 10 and sweeps.rl_window("BabyAI-GoToLocal-v0") == 100
+    assert babyai_sweeps.rl_window("BabyAI-GoToRedBallGrey-v0") == 10
 
 
 def test_bracket_is_the_smallest_solved_size_before_the_first_failure():
@@ -275,6 +277,48 @@ def test_rl_report_lists_runs_the_paper_and_babyai_1_1():
     row += "1167.0–1320.0 | 1311 | 611 |"
     assert row in table
     assert "— |" in sweeps.report_table([{**result, "env_id": "BabyAI-BossLevel-v0"}]).splitlines()[2]
+
+
+def test_the_family_reference_comes_from_the_env_ids_family(monkeypatch):
+    for env_id in ("BabyAI-GoToLocal-v0", "MiniGrid-Empty-5x5-v0"):  # one family, one reference
+        assert sweeps.reference_for(env_id) is babyai_sweeps.REFERENCE
+    generic = sweeps.SweepReference()
+    assert sweeps.reference_for("CHAIC-Normal-Helper-v0") == generic  # a family without learners/<family>/sweeps.py
+    assert sweeps.reference_for("Someone-Else-v0") == generic
+    assert (generic.level("Someone-Else-v0"), generic.rl_window("Someone-Else-v0"), generic.rl_arch) == (
+        "Someone-Else",
+        sweeps.RL_WINDOW,
+        None,
+    )
+    assert sweeps.rl_window("CHAIC-Normal-Helper-v0") == 100
+    seen = []
+
+    def stop(config, **kwargs):
+        seen.append(config)
+        raise ValueError("stopped before training")
+
+    monkeypatch.setattr(sweeps, "trainer_for", stop)
+    from jaxsoc.learners.ppo import PPOConfig
+
+    for env_id, kwargs in (("BabyAI-GoToLocal-v0", {}), ("BabyAI-GoToLocal-v0", {"arch": None})):
+        with pytest.raises(ValueError, match="stopped"):
+            sweeps.rl_sample_efficiency(PPOConfig(env_id=env_id, arch="bow_endpool_res"), progress=False, **kwargs)
+    assert [c.arch for c in seen] == ["original", "bow_endpool_res"]  # the reference's arch, or the config's
+
+
+def test_a_report_without_published_figures_has_only_the_measured_columns():
+    bc = {"env_id": "CHAIC-Normal-Helper-v0", "kind": "bc", "window": 1, "t_per_seed": [5], "t_min": 5.0}
+    bc |= {"budget": 10, "rows": [], "k": None, "bracket": None, "closed": False}
+    table = sweeps.report_table([bc]).splitlines()
+    assert table[0].endswith("| closed |") and table[1].count("|") == table[0].count("|")
+    assert table[2] == "| CHAIC-Normal-Helper | 1 | 5 | 5 | 10 | 0 | — | — | no |"
+    rl = {"env_id": "CHAIC-Normal-Helper-v0", "kind": "rl", "arch": None, "num_seeds": 1, "window": 1}
+    rl |= {"log_interval": 1, "min_episodes": 0, "episodes_needed": [None], "min": None, "max": None, "mean": None}
+    table = sweeps.report_table([rl | {"frames": 10}])
+    assert "| CHAIC-Normal-Helper | None | 1 | 10 | 1 x 1 | — | —–— | — |\n" in table
+    assert "Thousands of episodes. Rows are logged" in table and "paper" not in table
+    published = sweeps.report_table([rl | {"frames": 10}], reference=babyai_sweeps.REFERENCE)
+    assert "| CHAIC-Normal-Helper | None | 1 | 10 | 1 x 1 | — | —–— | — | — | — | — |" in published
 
 
 def test_sweep_command_checks_its_arguments(tmp_path, capsys):

@@ -418,8 +418,9 @@ def ppo_paper(ctx: Context) -> Iterator[dict]:
     frames/s of all runs together."""
     import numpy as np
 
+    from jaxsoc.learners.babyai.sweeps import PAPER_RL, rl_window
     from jaxsoc.learners.ppo import paper_config, trainer_for
-    from jaxsoc.learners.sweeps import PAPER_RL, episodes_to_threshold, rl_window
+    from jaxsoc.learners.sweeps import episodes_to_threshold
 
     p = ctx.params
 
@@ -572,7 +573,7 @@ def bc(ctx: Context) -> Iterator[dict]:
 
 def render_bc(rows: list[dict]) -> str:
     """Returns the BC table, with the paper's bracket for the level where it has one."""
-    from jaxsoc.learners.sweeps import PAPER_IL
+    from jaxsoc.learners.babyai.sweeps import PAPER_IL
 
     lines = [
         "| level | preset | demos | epochs | updates | best validation success | reached | updates to it | "

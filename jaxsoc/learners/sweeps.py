@@ -38,16 +38,22 @@ updates, whose success rate is over the episodes that ended in that update and, 
 ``babyai/rl/algos/base.py``; jaxsoc counts episodes per update, not their order inside one, so it takes whole
 updates); before that many episodes have ended at all the missing ones count as failures (the reference's
 episode list starts as 64 zero returns). The rows' success rates are smoothed by the centred rolling mean
-over ``window`` **rows** (NaN where incomplete; 100 rows, 10 for GoToRedBallGrey, as the reference's
-``EXPERIMENTS.md``), so a window spans ``window * log_interval`` updates as in the reference, and the
-episodes needed by a run are the episodes ended up to the first row whose smoothed rate is ``>= 0.99``
-(``rl_dataeff.py``: ``df[smoothed >= 0.99].iloc[0].episodes``; runs that never get there are left out).
-The paper reports the minimum and maximum over runs (``rl_dataeff.py`` of 1.1 prints ``mean ± 2.576 std``;
+over ``window`` **rows** (NaN where incomplete; the family reference's ``rl_window``: for BabyAI 100 rows, 10
+for GoToRedBallGrey, as the reference's ``EXPERIMENTS.md``), so a window spans ``window * log_interval`` updates
+as in the reference, and the episodes needed by a run are the episodes ended up to the first row whose smoothed
+rate is ``>= 0.99`` (``rl_dataeff.py``: ``df[smoothed >= 0.99].iloc[0].episodes``; runs that never get there are
+left out). The paper reports the minimum and maximum over runs (``rl_dataeff.py`` of 1.1 prints ``mean ± 2.576 std``;
 the mean is reported too).
 
-The paper's RL figures were measured with the ICLR19 model, ``arch="original"`` (``PAPER_RL``), so the RL
-sweep runs that architecture unless told otherwise and records which one it ran; the report lists the
-BabyAI 1.1 figures (``BABYAI11_RL``, per architecture) beside the paper's.
+**The family's reference** (``sweep_reference.SweepReference``, ``reference_for``). What is specific to a family's
+levels — the published figures the report lists beside the measured ones, the short level names of its tables,
+the default RL window per level and the architecture of the published RL figures — is not here: the family of an
+env id holds it as ``REFERENCE`` in its ``learners/<family>/sweeps.py`` (``sweep_reference`` says how it is
+found); ids of a family without one get ``SweepReference()`` (the id without ``-v0``, a window of ``RL_WINDOW``
+rows, the config's architecture, no published columns). The grid family's (``learners/babyai/sweeps.py``) holds
+the paper's Table 3 and the BabyAI 1.1 figures; its RL figures were measured with the ICLR19 model
+(``arch="original"``), so the RL sweep runs that architecture there unless told otherwise and records which one
+it ran.
 
 ``write_report`` writes ``sweep.json``, ``sweep.md`` (a table per level, with the reference's numbers where
 known) and ``sweep.png``; ``jaxsoc sweep {bc,rl}`` runs a sweep over several levels from the command line.
@@ -83,64 +89,23 @@ from jaxsoc.learners.bc import (
 from jaxsoc.learners.evaluate import evaluate
 from jaxsoc.learners.networks import preset
 from jaxsoc.learners.ppo import PPOConfig, trainer_for
+from jaxsoc.learners.sweep_reference import (  # noqa: F401 (the protocol's names)
+    RL_WINDOW,
+    Column,
+    SweepReference,
+    reference_for,
+    rl_window,
+)
 
 SQRT2 = math.sqrt(2.0)
-#: the paper's Table 3, thousands of demonstrations (IL from the bot, a ``[k/√2, k]`` bracket) and of episodes
-#: (RL, minimum and maximum over runs) to reach 99% success
-PAPER_IL = {
-    "GoToRedBallGrey": (5.7, 8.0),
-    "GoToRedBall": (44.2, 62.5),
-    "GoToLocal": (125.2, 177.0),
-    "PickupLoc": (250.0, 354.0),
-    "PutNextLocal": (354.0, 500.0),
-    "GoTo": (250.0, 354.0),
-}
-#: the architecture of the paper's RL figures (ICLR19 ``expert_filmcnn``, jaxsoc's ``arch="original"``)
-PAPER_RL_ARCH = "original"
-PAPER_RL = {
-    "GoToRedBallGrey": (377.0, 379.0),
-    "GoToRedBall": (453.0, 470.0),
-    "GoToLocal": (1167.0, 1320.0),
-    "PickupLoc": (2591.0, 2608.0),
-    "PutNextLocal": (1875.0, 2587.0),
-    "GoTo": (1057.0, 2177.0),
-}
-#: BabyAI 1.1 (arXiv 2007.12770), thousands of RL episodes to 99% at lr 1e-4, per architecture: one figure per
-#: level from a third-party summary of the paper (``models-and-excalibur.md`` §3.8), not checked against the PDF
-BABYAI11_RL = {
-    "original": {
-        "GoToRedBallGrey": 21.0,
-        "GoToRedBall": 273.0,
-        "GoToLocal": 1311.0,
-        "PickupLoc": 1797.0,
-        "PutNextLocal": 2984.0,
-        "GoTo": 1601.0,
-    },
-    "bow_endpool_res": {
-        "GoToRedBallGrey": 24.0,
-        "GoToRedBall": 177.0,
-        "GoToLocal": 611.0,
-        "PickupLoc": 982.0,
-        "PutNextLocal": 876.0,
-        "GoTo": 817.0,
-    },
-}
 #: ``il_dataeff.py --window`` of the reference's documented runs (validations)
 BC_WINDOW = 10
 #: the reference's ``train_rl.py --log-interval`` (updates per logged row) and its number of processes (the
 #: fewest recent episodes a row covers)
 LOG_INTERVAL = 10
 MIN_EPISODES = 64
-
-
-def _level(env_id: str) -> str:
-    return env_id.removeprefix("BabyAI-").removesuffix("-v0")
-
-
-def rl_window(env_id: str) -> int:
-    """Returns the reference's ``rl_dataeff.py --window`` for a level, in logged rows: 10 for GoToRedBallGrey,
-    100 otherwise (``EXPERIMENTS.md``)."""
-    return 10 if _level(env_id) == "GoToRedBallGrey" else 100
+#: ``rl_sample_efficiency``'s default ``arch``: the family reference's ``rl_arch``
+REFERENCE_ARCH = "reference"
 
 
 def size_grid(full: int, smallest: int = 1, factor: float = SQRT2) -> list[int]:
@@ -486,7 +451,7 @@ def rl_sample_efficiency(
     log_interval: int = LOG_INTERVAL,
     min_episodes: int = MIN_EPISODES,
     threshold: float = 0.99,
-    arch: str | None = PAPER_RL_ARCH,
+    arch: str | None = REFERENCE_ARCH,
     seed: int = 0,
     chunk_updates: int = 50,
     progress: bool = True,
@@ -499,12 +464,13 @@ def rl_sample_efficiency(
     Args:
         config: the run's recipe.
         num_seeds: runs, vmapped.
-        window: logged rows in the centred rolling mean (default ``rl_window``: 10 for GoToRedBallGrey, else
-            100).
+        window: logged rows in the centred rolling mean (default ``rl_window``, the family reference's: for
+            BabyAI 10 on GoToRedBallGrey, else 100).
         log_interval, min_episodes: the rows (``log_rows``).
         threshold: the success rate to reach (``>=``).
-        arch: the image architecture, replacing ``config.arch`` (``"original"``, the ICLR19 model of the
-            paper's figures, by default; ``None`` keeps the config's).
+        arch: the image architecture, replacing ``config.arch``; ``REFERENCE_ARCH`` (the default): the family
+            reference's ``rl_arch`` (for BabyAI ``"original"``, the ICLR19 model of the paper's figures); ``None``
+            keeps the config's.
         seed: the runs' base key.
         chunk_updates: updates per compiled call between checks.
         progress: a progress bar.
@@ -515,7 +481,9 @@ def rl_sample_efficiency(
         none), "updates", "frames", "curves"}``; ``curves`` holds per run the per-update ``success_rate`` and
         ``episodes`` lists (NaN as ``None``), from which ``log_rows`` rebuilds the rows.
     """
-    window = rl_window(config.env_id) if window is None else window
+    reference = reference_for(config.env_id)
+    window = reference.rl_window(config.env_id) if window is None else window
+    arch = reference.rl_arch if arch == REFERENCE_ARCH else arch
     if num_seeds < 1 or window < 1 or not 0 < threshold <= 1 or chunk_updates < 1:
         raise ValueError(f"bad sweep settings: {num_seeds=}, {window=}, {threshold=}, {chunk_updates=}")
     if log_interval < 1 or min_episodes < 0:
@@ -578,26 +546,40 @@ def _rate(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
-def report_table(results: list[dict[str, Any]]) -> str:
+def _figure(x: float | tuple[float, float] | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x[0]}–{x[1]}" if isinstance(x, tuple) else f"{x:g}"
+
+
+def _published(columns: Sequence[Column], level: str) -> str:
+    """Returns the cells (``" | x | y"``) of the published ``columns`` for ``level``, "—" where one has none."""
+    return "".join(f" | {_figure(figures.get(level))}" for _, figures in columns)
+
+
+def report_table(results: list[dict[str, Any]], reference: SweepReference | None = None) -> str:
     """Returns a markdown summary of sweep results (thousands of demonstrations or episodes, as the paper's
-    Table 3), one row per level, with the reference's figures where they are known."""
+    Table 3), one row per level, with the published figures of ``reference`` (default: ``reference_for`` the
+    first result's env id) where they are known."""
     if not results:
         return ""
+    reference = reference_for(results[0]["env_id"]) if reference is None else reference
+    level = reference.level
     if results[0]["kind"] == "bc":
+        columns = reference.il_columns
         lines = [
             "| level | window | T per seed (updates) | T_min (mean) | budget | sizes tried | k | "
-            "bracket [k/√2, k] | closed | paper |",
-            "|---|---:|---|---:|---:|---:|---:|---|---|---|",
+            "bracket [k/√2, k] | closed |" + "".join(f" {name} |" for name, _ in columns),
+            "|---|---:|---|---:|---:|---:|---:|---|---|" + "---|" * len(columns),
         ]
         for r in results:
-            paper = PAPER_IL.get(_level(r["env_id"]))
             lo_hi = "—" if r["bracket"] is None else f"{_thousands(r['bracket'][0])}–{_thousands(r['bracket'][1])}"
             per_seed = ", ".join("not reached" if t is None else str(t) for t in r["t_per_seed"])
             lines.append(
-                f"| {_level(r['env_id'])} | {r['window']} | {per_seed} | "
+                f"| {level(r['env_id'])} | {r['window']} | {per_seed} | "
                 f"{'not reached by every seed' if r['t_min'] is None else format(r['t_min'], 'g')} | "
                 f"{'—' if r['budget'] is None else r['budget']} | {len(r['rows'])} | {_thousands(r['k'])} | "
-                f"{lo_hi} | {'yes' if r['closed'] else 'no'} | {'—' if paper is None else f'{paper[0]}–{paper[1]}'} |"
+                f"{lo_hi} | {'yes' if r['closed'] else 'no'}{_published(columns, level(r['env_id']))} |"
             )
         lines += [
             "",
@@ -609,7 +591,7 @@ def report_table(results: list[dict[str, Any]]) -> str:
             for row in r["rows"]:
                 at = ", ".join("—" if x is None else str(x) for x in row["solved_at"])
                 lines.append(
-                    f"| {_level(r['env_id'])} | {row['demos']} | {row['updates']} | "
+                    f"| {level(r['env_id'])} | {row['demos']} | {row['updates']} | "
                     f"{row['seeds_solved']}/{len(row['solved_at'])} | {at} | "
                     f"{', '.join(_rate(x) for x in row['best_smoothed'])} | "
                     f"{', '.join(_rate(x) for x in row['best_success'])} |"
@@ -621,29 +603,22 @@ def report_table(results: list[dict[str, Any]]) -> str:
             "ceil(2 T_min).",
         ]
         return "\n".join(lines) + "\n"
+    columns = reference.rl_columns
     lines = [
         "| level | arch | runs | frames per run | window (rows x updates) | episodes needed per run | min–max | "
-        "mean | paper (ICLR19, original) | 1.1 original | 1.1 bow_endpool_res |",
-        "|---|---|---:|---:|---|---|---|---|---|---|---|",
+        "mean |" + "".join(f" {name} |" for name, _ in columns),
+        "|---|---|---:|---:|---|---|---|---|" + "---|" * len(columns),
     ]
     for r in results:
-        level = _level(r["env_id"])
-        paper = PAPER_RL.get(level)
         per_run = ", ".join(_thousands(x) for x in r["episodes_needed"])
-        v11 = [BABYAI11_RL[a].get(level) for a in ("original", "bow_endpool_res")]
         lines.append(
-            f"| {level} | {r['arch']} | {r['num_seeds']} | {r['frames']:,} | {r['window']} x {r['log_interval']} | "
-            f"{per_run} | {_thousands(r['min'])}–{_thousands(r['max'])} | {_thousands(r['mean'])} | "
-            f"{'—' if paper is None else f'{paper[0]}–{paper[1]}'} | "
-            + " | ".join("—" if x is None else f"{x:g}" for x in v11)
-            + " |"
+            f"| {level(r['env_id'])} | {r['arch']} | {r['num_seeds']} | {r['frames']:,} | "
+            f"{r['window']} x {r['log_interval']} | {per_run} | {_thousands(r['min'])}–{_thousands(r['max'])} | "
+            f"{_thousands(r['mean'])}{_published(columns, level(r['env_id']))} |"
         )
     lines += [
         "",
-        "Thousands of episodes. The paper's figures are for the ICLR19 model (`arch=original`): compare rows run "
-        "with that architecture. The BabyAI 1.1 figures (one per level and architecture, lr 1e-4) come from a "
-        "third-party summary of arXiv 2007.12770 quoted in the reference notes and are not checked against the "
-        "paper; — where none is known. Rows are logged every `log_interval` updates over at least "
+        f"Thousands of episodes. {reference.rl_note}Rows are logged every `log_interval` updates over at least "
         f"{results[0].get('min_episodes', MIN_EPISODES)} recent episodes, smoothed by a centred rolling mean "
         "over `window` rows; a run needs the episodes ended up to the first row at or above the threshold.",
     ]
@@ -660,6 +635,7 @@ def plot_results(results: list[dict[str, Any]], path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 3.4), squeeze=False)
+    level = reference_for(results[0]["env_id"]).level
     for ax, r in zip(axes[0], results):
         if r["kind"] == "bc":
             sizes = [row["demos"] for row in r["rows"]]
@@ -678,7 +654,7 @@ def plot_results(results: list[dict[str, Any]], path: str | Path) -> Path:
             ax.set_xlabel("episodes")
             ax.set_ylabel(f"success rate (rolling {r['window']} rows)")
         ax.axhline(r["threshold"], ls="--", color="grey", lw=0.8)
-        ax.set_title(_level(r["env_id"]), fontsize=10)
+        ax.set_title(level(r["env_id"]), fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
