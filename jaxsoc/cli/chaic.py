@@ -4,7 +4,8 @@ rule-based helpers and the learned ones) and ``render`` (a GIF of one episode).
 ``jaxsoc chaic eval --helper rhp ppo=RUN bm=RUN2`` evaluates learned helpers (``LEARNED``: a PPO run of ``jaxsoc train
 ppo --env CHAIC-<Task>-Helper-v0 --set network=chaic``, a behaviour model of ``jaxsoc train chaic-bm``) in the same
 table as the rule-based ones (``ppo_greedy=RUN``: the run's most likely choices); ``--append`` adds helpers to the
-results already in ``--out``.
+results already in ``--out``. ``RUN`` may be a pretrained model, ``model:NAME`` (``jaxsoc.models``:
+``ppo=model:chaic-options-helper``, ``bm=model:chaic-bm``).
 
 The evaluation is ``jaxsoc.learners.chaic.evaluation`` and the episodes of ``render`` ``jaxsoc.envs.chaic.episode``;
 this module parses, calls and prints. It is also the front end of ``jaxsoc train chaic-bm`` (the behaviour-modelling
@@ -232,7 +233,8 @@ def add_parser(sub) -> None:
         "--helper",
         nargs="+",
         default=list(HELPERS),
-        help=f"any of {', '.join(RULE_HELPERS)}, and learned ones as {' '.join(k + '=RUN' for k in LEARNED)}",
+        help=f"any of {', '.join(RULE_HELPERS)}, and learned ones as {' '.join(k + '=RUN' for k in LEARNED)} (RUN: a "
+        "run directory or model:NAME, e.g. ppo=model:chaic-options-helper bm=model:chaic-bm)",
     )
     evaluate_.add_argument("--tasks", nargs="+", default=["all"], help=f"{', '.join(K.TASKS)} or all")
     evaluate_.add_argument("--split", choices=["train", "test"], default="test")

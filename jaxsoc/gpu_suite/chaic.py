@@ -168,7 +168,7 @@ PARTS: tuple[Part, ...] = (
             num_steps=40,
             options_envs=[256, 2048],
             option_steps=20,
-            options_env_args=["", "rooms=true", "partner_run=benchmarks/results/chaic_options3_cpu/bm"],
+            options_env_args=["", "rooms=true", "partner_run=model:chaic-bm"],
             updates=3,
             repeats=1,
         ),
@@ -181,7 +181,7 @@ PARTS: tuple[Part, ...] = (
         "(`learners/chaic/options_ppo.py`, `CHAIC-All-Options-v0`, up to 48 events per option): the same "
         "with `option_steps` options per world per update, 2 minibatches, advantages normalised; projection: 1.28e7 "
         "options, 1,000 times the CPU run's PPO stage; its variants with the room options (`rooms=true`) and the "
-        "behaviour model stepped in the view at every decision (`partner_run=`).",
+        "behaviour model stepped in the view at every decision (`partner_run=model:chaic-bm`, the pretrained model).",
         rank=120,
     ),
 )

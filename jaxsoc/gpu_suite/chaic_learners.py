@@ -10,9 +10,9 @@ steps per task, over the 8 tasks). ``options-ppo``: ``updates`` PPO updates of t
 with ``size`` worlds x ``num_steps`` options per update; ``env_steps_per_s`` counts options, and the projected hours
 are those of ``PROJECTED_OPTIONS`` options (1,000 times the CPU run's PPO stage, 12,800 options:
 ``benchmarks/results/chaic_options_cpu``); ``options_env_args`` adds the view's variants (``rooms=true``: the room
-options; ``partner_run=RUN``: a learned partner model stepped at every decision of the helper), a row each, keyed by
-them. Sizes go smallest first: a program that runs out of device memory fails
-the part after the smaller rows are saved.
+options; ``partner_run=model:chaic-bm``: the pretrained behaviour model stepped at every decision of the helper), a
+row each, keyed by them. Sizes go smallest first: a program that runs out of device memory fails the part after the
+smaller rows are saved.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """A CHAIC behaviour-model run directory: its checkpoints (``checkpointer``: the meta they record and check: the
 kind, the config and the model's layout) and reading the trained model back (``load``). ``bm_train.train`` writes
 it: ``run.json``, ``metrics.csv`` / ``metrics.json``, ``curves.png``, ``report.json`` and ``checkpoints/``.
+``load`` also takes ``model:NAME``, a behaviour model shipped in ``jaxsoc.models`` (kind ``MODEL_KIND``,
+``from_model``; e.g. ``model:chaic-bm``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxsoc import models
 from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.learners.chaic.bm_config import BMConfig, model_config
 from jaxsoc.learners.chaic.bm_data import FEATURES
@@ -20,6 +23,8 @@ from jaxsoc.learners.networks.chaic import CONSTRAINTS
 from jaxsoc.learners.run_log import read_run_json
 
 KIND = "chaic-bm"
+#: the ``jaxsoc.models`` kind of a behaviour model (``learners.chaic.family``)
+FAMILY, MODEL_KIND = "chaic", "bm"
 RUN_JSON, REPORT_JSON, CHECKPOINTS = "run.json", "report.json", "checkpoints"
 
 
@@ -47,28 +52,67 @@ def read_run(run: str | Path) -> dict[str, Any]:
     return read_run_json(run, KIND)
 
 
+def config_of(info: dict[str, Any], where: str) -> BMConfig:
+    """Returns the ``BMConfig`` of a run's ``run.json`` content ``info``; raises ``ValueError`` naming ``where``."""
+    try:
+        return BMConfig(**info["config"])
+    except (TypeError, KeyError, ValueError) as error:
+        raise ValueError(f"{where}: bad config in {RUN_JSON}: {error}") from error
+
+
+def template(config: BMConfig) -> dict[str, Any]:
+    """Returns a fresh training state of ``config`` (``{"params", "opt_state"}``, zeros): what a checkpoint or a
+    model's parameters are restored into."""
+    optimizer = optimizer_for(model_config(config))
+    return jax.tree_util.tree_map(
+        lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(lambda: fresh_state(config, optimizer))
+    )
+
+
+def from_model(card: models.Card, tree: Any) -> tuple[BMConfig, Any]:
+    """Returns ``(config, params)`` of a behaviour model (``jaxsoc.models``): the config its card copied from the
+    run's ``run.json``, the stored parameters checked against the model that config builds (``models.fit``).
+
+    Raises:
+        ValueError: a card without a ``chaic-bm`` run's config, or arrays that do not fit its model (named).
+    """
+    info = card.spec.get("files", {}).get(RUN_JSON, {})
+    if info.get("kind") != KIND:
+        raise ValueError(f"{card.path}: not a {KIND} model (its spec has no {KIND} {RUN_JSON})")
+    config = config_of(info, str(card.path))
+    return config, models.fit(template(config), tree, card, keep=("params",))["params"]
+
+
+def open_model(run: str | Path) -> tuple[models.Card, Any]:
+    """Returns ``(card, parameters)`` of ``model:NAME``; raises ``ValueError`` for a model that is not a CHAIC
+    behaviour model (its family and kind named), ``KeyError`` / ``ModelFileError`` as ``models.open_ref``."""
+    card, tree = models.open_ref(run)
+    if (card.family, card.kind) != (FAMILY, MODEL_KIND):
+        raise ValueError(
+            f"{run} is a {card.family}/{card.kind} model, not a CHAIC behaviour model ({FAMILY}/{MODEL_KIND}, "
+            "e.g. model:chaic-bm)"
+        )
+    return card, tree
+
+
 def load(run: str | Path) -> tuple[BMConfig, Any]:
-    """Returns ``(config, params)`` of a ``chaic-bm`` run directory: its config and the newest checkpoint's
-    parameters.
+    """Returns ``(config, params)`` of a ``chaic-bm`` run directory (its config and the newest checkpoint's
+    parameters) or of ``model:NAME`` (a behaviour model shipped in ``jaxsoc.models``, ``from_model``).
 
     Raises:
         ValueError: not a chaic-bm run (no or a foreign ``run.json``), a bad config, no checkpoint yet, or a
-            checkpoint of another kind or config.
+            checkpoint of another kind or config; a model of another kind, or one whose arrays do not fit.
+        KeyError: an unknown model name.
     """
+    if models.ref_name(run) is not None:
+        return from_model(*open_model(run))
     info = read_run(run)
     if not (Path(run) / CHECKPOINTS).is_dir():
         raise ValueError(f"{run} has no checkpoint yet (no {CHECKPOINTS}/)")
-    try:
-        config = BMConfig(**info["config"])
-    except (TypeError, KeyError) as error:
-        raise ValueError(f"{run}: bad config in {RUN_JSON}: {error}") from error
-    optimizer = optimizer_for(model_config(config))
-    template = jax.tree_util.tree_map(
-        lambda s: jnp.zeros(s.shape, s.dtype), jax.eval_shape(lambda: fresh_state(config, optimizer))
-    )
+    config = config_of(info, str(run))
     checkpoints = checkpointer(Path(run), config)
     try:
-        state = checkpoints.restore(template)
+        state = checkpoints.restore(template(config))
     except FileNotFoundError as error:
         raise ValueError(f"{run} has no checkpoint yet") from error
     finally:

@@ -5,7 +5,7 @@ results (``format_table``, ``plot``), and the ``chaic_eval.{json,md,png}`` files
 
 Learned helpers are ``KIND=RUN`` (``LEARNED``): a PPO run of ``jaxsoc train ppo --env CHAIC-<Task>-Helper-v0`` or
 ``jaxsoc train chaic-options`` (``ppo``; ``ppo_greedy``: its most likely choices), a behaviour model of ``jaxsoc
-train chaic-bm`` (``bm``)."""
+train chaic-bm`` (``bm``); ``RUN`` may be a pretrained model, ``model:NAME`` (``learners.chaic.pretrained``)."""
 
 from __future__ import annotations
 
@@ -62,10 +62,23 @@ def parse_helpers(items: list[str]) -> dict[str, str | None]:
 
 
 def learned_helper(kind: str, run: str):
-    """Returns the agent of a learned helper: ``kind`` in ``LEARNED``, ``run`` its run directory. Raises
-    ``ValueError`` naming ``--helper`` when ``run`` is not a directory (nothing is created)."""
+    """Returns the agent of a learned helper: ``kind`` in ``LEARNED``, ``run`` its run directory or ``model:NAME``
+    (``jaxsoc.models``: ``model:chaic-options-helper`` for ``ppo``, ``model:chaic-bm`` for ``bm``). Raises
+    ``ValueError`` naming ``--helper`` when ``run`` is not a directory (nothing is created) or names a model of
+    another kind."""
+    from jaxsoc import models
+
+    if models.ref_name(run) is not None:
+        try:
+            return _learned(kind, run)
+        except (KeyError, ValueError) as error:
+            raise ValueError(f"--helper {kind}={run}: {error.args[0] if error.args else error}") from None
     if not Path(run).is_dir():
         raise ValueError(f"--helper {kind}={run}: no such run directory")
+    return _learned(kind, run)
+
+
+def _learned(kind: str, run: str):
     if kind in ("ppo", "ppo_greedy"):
         from jaxsoc.learners.chaic.ppo_helper import load_ppo_helper
 
@@ -101,6 +114,7 @@ def evaluate(
     agents: dict | None = None,
     task_seed: int | None = None,
     log=lambda line: print(line, flush=True),
+    alone: bool = True,
 ):
     """Returns ``{task: {helper: metrics.summary}}``: every episode of ``split`` of each task (the first
     ``episodes`` if given) played ``seeds`` times by the constrained agent alone (``none``) and with each helper
@@ -108,7 +122,8 @@ def evaluate(
     default ``seed``); ``seed``: the runs' keys. ``max_events``: the event budget per episode
     (``play.DEFAULT_MAX_EVENTS``); ``timing``: a ``world.Timing`` (default: the calibrated one); ``agents``:
     ``{label: agent}`` for the helpers that are not rule-based names (the learned ones); ``log``: called with a line
-    per task and helper played (None: silent)."""
+    per task and helper played (None: silent); ``alone``: False leaves out the constrained agent alone (``none``) unless
+    ``helpers`` names it, and with it the EI of the others (their other metrics are the same)."""
     from jaxsoc.envs.chaic import agents as A
     from jaxsoc.envs.chaic import metrics as M
     from jaxsoc.envs.chaic import play as P
@@ -117,7 +132,7 @@ def evaluate(
 
     main, agents = A.make_agent("main"), agents or {}
     players = {}
-    for h in ["none", *[h for h in helpers if h != "none"]]:
+    for h in dict.fromkeys(["none", *helpers] if alone else helpers):
         learned = h in agents
         players[h] = P.make_player(main, agents[h], **_budget(max_events)) if learned else _player(h, max_events)
     results: dict = {}
@@ -134,8 +149,9 @@ def evaluate(
             if log is not None:
                 log(f"  {task} / {helper}: {time.perf_counter() - start:.1f} s")
         shape = (count, seeds)
+        alone_runs = runs.get("none")
         results[task] = {
-            h: M.summary(runs[h], None if h == "none" else runs["none"], shape) for h in ["none", *helpers] if h in runs
+            h: M.summary(runs[h], None if h == "none" else alone_runs, shape) for h in ["none", *helpers] if h in runs
         }
     return results
 

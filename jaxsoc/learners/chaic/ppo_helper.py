@@ -42,19 +42,26 @@ class NetworkHelper:
 
 
 def load_ppo_helper(run_dir: str | Path, greedy: bool = False) -> Any:
-    """Returns the newest checkpoint of ``run_dir`` (``jaxsoc train ppo`` on a CHAIC helper view) as an agent:
+    """Returns the newest checkpoint of ``run_dir`` (``jaxsoc train ppo`` on a CHAIC helper view), or ``model:NAME``
+    (a helper over options shipped in ``jaxsoc.models``, e.g. ``model:chaic-options-helper``), as an agent:
     ``agents.PolicyHelper`` seeing what the run's env showed the helper (goal, ray-cast image), or, for a run on
     the options view (``CHAIC-<Task>-Options-v0``, ``learners.chaic.options_ppo``), ``options.OptionPolicyHelper``
     choosing each option with the network (and stepping the view's partner model, ``env_args`` ``partner_run``).
 
     Raises:
         FileNotFoundError: no checkpoint.
-        ValueError: a run that is not a policy trained on a CHAIC helper view.
+        ValueError: a run that is not a policy trained on a CHAIC helper view; a model of another kind.
+        KeyError: an unknown model name.
     """
+    from jaxsoc import models
     from jaxsoc.envs.chaic.env import ChaicHelperEnv
     from jaxsoc.envs.chaic.options import ChaicOptionsEnv, OptionPolicyHelper
     from jaxsoc.learners.policy import load_policy
 
+    if models.ref_name(run_dir) is not None:
+        from jaxsoc.learners.chaic.pretrained import open_options
+
+        open_options(str(run_dir))  # a CHAIC helper over options, or ValueError naming what it is
     env, env_params, model, variables = load_policy(run_dir)
     if isinstance(env, ChaicOptionsEnv):
         network = NetworkHelper(model, greedy)
