@@ -20,6 +20,10 @@ jaxsoc household goals runs/watch runs/last --demos demos --out results   # prec
 jaxsoc train hybrid --out runs/hybrid                                # the Hybrid's high level, Alice in the loop
 jaxsoc train hrl --out runs/hrl                                      # the HRL's low level, Bob alone
 jaxsoc household eval --helper hp hybrid hrl --watch runs/watch --hybrid runs/hybrid --hrl runs/hrl --demos demos
+jaxsoc household eval --helper hybrid hrl --watch model:wah-watch --hybrid model:wah-hybrid --hrl model:wah-hrl-low
+
+Every argument that takes a run (``--watch``, ``--hybrid``, ``--hrl``, ``goals RUN``) also takes ``model:NAME``, a
+pretrained model (``jaxsoc models list``; ``learners.household.models``).
 """
 
 from __future__ import annotations
@@ -134,11 +138,11 @@ def cmd_eval(args) -> int:
     if inferred and not args.watch:
         raise ValueError(
             f"{', '.join(inferred)} help with the goal inferred from the paired demonstration: give --watch RUN "
-            "(a 'jaxsoc train watch' run); hp-tg is the planner given the true goal"
+            "(a 'jaxsoc train watch' run, or model:wah-watch); hp-tg is the planner given the true goal"
         )
     for name, flag in (("hybrid", args.hybrid), ("hrl", args.hrl)):
         if name in args.helper and not flag:
-            raise ValueError(f"--helper {name} needs --{name} RUN (a 'jaxsoc train {name}' run)")
+            raise ValueError(f"--helper {name} needs --{name} RUN (a 'jaxsoc train {name}' run, or a model)")
     if "hrl" in args.helper and not args.hybrid:
         raise ValueError("--helper hrl uses the Hybrid's high-level policy: give --hybrid RUN as well")
     out = Path(args.out) if args.out else None
@@ -279,8 +283,10 @@ def cmd_goals(args) -> int:
 def add_goals_parser(verbs) -> None:
     """Adds ``jaxsoc household goals`` to the household command's verbs."""
     goals = verbs.add_parser("goals", help="the Watch stage: goal-inference precision / recall of watch runs")
-    goals.add_argument("runs", nargs="+", help="'jaxsoc train watch' run directories")
-    goals.add_argument("--demos", required=True, help="directory with train.npz and <split>.npz demonstrations")
+    goals.add_argument("runs", nargs="+", help="'jaxsoc train watch' run directories or model:NAME (model:wah-watch)")
+    goals.add_argument(
+        "--demos", required=True, help="directory with <split>.npz demonstrations (and train.npz for the chance rows)"
+    )
     goals.add_argument("--split", nargs="+", default=["test-1", "test-2"], choices=["test-1", "test-2", "train"])
     goals.add_argument("--seed", type=int, default=0, help="the chance baseline's draws")
     goals.add_argument("--out", help="directory for household_goals.{json,md}")
@@ -321,10 +327,16 @@ def add_parser(sub) -> None:
         default=["hp-tg"],
         help=f"any of {', '.join(HELPERS)}; hp, hybrid and hrl are given the goal --watch infers, hp-tg the true one",
     )
-    evaluate.add_argument("--watch", help="a 'jaxsoc train watch' run: infers the goal for hp, hybrid and hrl")
+    evaluate.add_argument(
+        "--watch", help="a 'jaxsoc train watch' run or model:NAME (model:wah-watch): the goal of hp, hybrid and hrl"
+    )
     evaluate.add_argument("--demos", help="directory with <split>.npz paired demonstrations (default: record them)")
-    evaluate.add_argument("--hybrid", help="a 'jaxsoc train hybrid' run (for --helper hybrid and hrl)")
-    evaluate.add_argument("--hrl", help="a 'jaxsoc train hrl' run: the low-level policy of --helper hrl")
+    evaluate.add_argument(
+        "--hybrid", help="a 'jaxsoc train hybrid' run or model:NAME (model:wah-hybrid), for --helper hybrid and hrl"
+    )
+    evaluate.add_argument(
+        "--hrl", help="a 'jaxsoc train hrl' run or model:NAME (model:wah-hrl-low): the low level of --helper hrl"
+    )
     evaluate.add_argument(
         "--hrl-commit",
         choices=["auto", "on", "off"],

@@ -22,7 +22,8 @@ def goal_rows(runs: list[str], demos_dir: str, splits: list[str], seed: int = 0)
     """Returns one row per (model, decoding, split): the watch runs' precision, recall, F1 and accuracy (raw argmax
     and grammar decoding, ``watch.decode``) on the paired
     demonstrations ``demos_dir/<split>.npz``, then chance (goals drawn from ``train.npz``'s successful
-    demonstrations, ``watch.chance_counts``), each beside the paper's figures where it gives them."""
+    demonstrations, ``watch.chance_counts``; left out when ``demos_dir`` has no ``train.npz``), each beside the
+    paper's figures where it gives them. ``runs``: watch run directories or ``model:NAME`` (``watch_run.load``)."""
     from jaxsoc.envs.household.agents import demos as D
     from jaxsoc.learners.household import watch as WA
     from jaxsoc.learners.household import watch_run
@@ -39,6 +40,8 @@ def goal_rows(runs: list[str], demos_dir: str, splits: list[str], seed: int = 0)
                 row = {"model": config.input, "decoding": decoding, "run": str(run), "split": split, "paper": paper}
                 row.update({k: scored[prefix + k] for k in ("precision", "recall", "f1", "accuracy")})
                 rows.append({**row, "episodes": scored["episodes"]})
+    if not (Path(demos_dir) / "train.npz").is_file():  # no training goals to draw chance's guesses from
+        return rows
     train_goals = np.asarray(D.load(Path(demos_dir) / "train.npz", successful_only=True).tasks.states.goal_count)
     for split, demos in sets.items():
         chance = WA.chance_counts(jax.random.key(seed), train_goals, len(demos))

@@ -29,19 +29,35 @@ def meta(config: HRLConfig, model: nn.Module) -> dict[str, Any]:
     return {"kind": KIND, "config": fields, **registry.describe(model)}
 
 
+def config_of(info: dict[str, Any], where: str | Path) -> tuple[LowLevelPolicy, HRLConfig]:
+    """Returns ``(policy, config)`` of a low-level run's ``run.json`` content ``info``: the network it describes
+    (``registry.from_description``) and its ``HRLConfig``. Raises ``ValueError`` naming ``where`` for another kind
+    or a config this version does not read."""
+    if info.get("kind") != KIND:
+        raise ValueError(f"{where} is not an HRL low-level run (no {RUN_JSON} of kind {KIND!r})")
+    try:
+        return registry.from_description(info), HRLConfig(**info["config"])
+    except (TypeError, KeyError) as error:
+        raise ValueError(f"{where}: {RUN_JSON} holds a config this version does not read: {error}") from error
+
+
 def load(run: str | Path) -> tuple[LowLevelPolicy, dict[str, Any], HRLConfig]:
-    """Returns ``(policy, variables, config)`` of a low-level run: the network, ``{"params": ...}`` of its
-    newest checkpoint (for ``policy.apply``) and the run's ``HRLConfig``.
+    """Returns ``(policy, variables, config)`` of a low-level run (or of ``model:NAME``, an ``hrl-low`` model of
+    ``jaxsoc.models``): the network, ``{"params": ...}`` of its newest checkpoint (for ``policy.apply``) and the
+    run's ``HRLConfig``.
 
     Raises:
-        ValueError: not a low-level run directory, or no checkpoint yet.
+        ValueError: not a low-level run directory, or no checkpoint yet; a model of another kind, or parameters
+            that do not fit its network.
     """
+    from jaxsoc import models
+
+    if models.ref_name(run) is not None:
+        from jaxsoc.learners.household.models import load_ref
+
+        return load_ref(run, KIND)
     path = Path(run) / RUN_JSON
-    info = json.loads(path.read_text()) if path.exists() else {}
-    if info.get("kind") != KIND:
-        raise ValueError(f"{run} is not an HRL low-level run (no {RUN_JSON} of kind {KIND!r})")
-    config = HRLConfig(**info["config"])
-    policy = registry.from_description(info)
+    policy, config = config_of(json.loads(path.read_text()) if path.exists() else {}, run)
     step = latest_step(Path(run) / CHECKPOINTS)
     if step is None:
         raise ValueError(f"{run} has no checkpoint yet")

@@ -22,31 +22,49 @@ from jaxsoc.learners.networks.household import HYBRID_NETWORK, HybridPolicy
 
 RUN_JSON = "run.json"
 CHECKPOINTS = "checkpoints"
+KIND = "hybrid"
 
 
 def checkpointer(out: Path, config: HybridConfig, model: nn.Module) -> Checkpointer:
     """Returns the ``Checkpointer`` of run directory ``out``: its meta records the kind, the config and the
     network (``registry.describe``), which a restore checks."""
-    meta = {"kind": "hybrid", "config": dataclasses.asdict(config), **registry.describe(model)}
+    meta = {"kind": KIND, "config": dataclasses.asdict(config), **registry.describe(model)}
     return Checkpointer(out / CHECKPOINTS, meta)
 
 
+def config_of(info: dict[str, Any], where: str | Path) -> HybridConfig:
+    """Returns the ``HybridConfig`` of a run's ``run.json`` content ``info``. Raises ``ValueError`` naming ``where``
+    for another kind or a config this version does not read."""
+    if info.get("kind") != KIND:
+        raise ValueError(f"{where} is not a Hybrid training run (no {RUN_JSON} of kind {KIND!r})")
+    try:
+        return HybridConfig(**info["config"])
+    except (TypeError, KeyError) as error:
+        raise ValueError(f"{where}: {RUN_JSON} holds a config this version does not read: {error}") from error
+
+
+def policy_of(config: HybridConfig) -> HybridPolicy:
+    """Returns the high-level network of ``config`` (its ``preset``)."""
+    return HybridPolicy(registry.network_config(HYBRID_NETWORK, config.preset, NUM_CHOICES))
+
+
 def load(run: str | Path) -> tuple[HybridPolicy, Any, HybridConfig]:
-    """Returns ``(policy, params, config)`` of a Hybrid run directory: the network, its parameters from the
-    newest checkpoint and the run's ``HybridConfig``.
+    """Returns ``(policy, params, config)`` of a Hybrid run directory (or of ``model:NAME``, a ``hybrid`` model of
+    ``jaxsoc.models``): the network, its parameters from the newest checkpoint and the run's ``HybridConfig``.
 
     Raises:
-        ValueError: not a Hybrid run, an unreadable config, or no checkpoint yet.
+        ValueError: not a Hybrid run, an unreadable config, or no checkpoint yet; a model of another kind, or
+            parameters that do not fit its config's network.
     """
+    from jaxsoc import models
+
+    if models.ref_name(run) is not None:
+        from jaxsoc.learners.household.models import load_ref
+
+        return load_ref(run, KIND)
     path = Path(run) / RUN_JSON
-    info = json.loads(path.read_text()) if path.exists() else {}
-    if info.get("kind") != "hybrid":
-        raise ValueError(f"{run} is not a Hybrid training run (no {RUN_JSON} of kind 'hybrid')")
-    try:
-        config = HybridConfig(**info["config"])
-    except TypeError as error:
-        raise ValueError(f"{run}: run.json holds a config this version does not read: {error}") from error
-    policy = HybridPolicy(registry.network_config(HYBRID_NETWORK, config.preset, NUM_CHOICES))
+    config = config_of(json.loads(path.read_text()) if path.exists() else {}, run)
+    policy = policy_of(config)
     checkpoints = checkpointer(Path(run), config, policy)
     try:
         step = checkpoints.check_meta()

@@ -362,23 +362,42 @@ def train(
     return summary
 
 
+def config_of(info: dict[str, Any], where: str | Path) -> WA.WatchConfig:
+    """Returns the ``WatchConfig`` of a run's ``run.json`` content ``info`` (options added since the run was
+    written at their ``LEGACY`` value). Raises ``ValueError`` naming ``where`` for a config this version does not
+    read."""
+    try:
+        return WA.WatchConfig(**{**WA.LEGACY, **info["config"]})
+    except (TypeError, KeyError) as error:
+        raise ValueError(f"{where}: bad config in {RUN_JSON}: {error}") from error
+
+
+def state_template(config: WA.WatchConfig) -> dict[str, Any]:
+    """Returns a zero state (``{"params", "opt_state"}``) of ``config``'s model: the shapes a checkpoint or a
+    model's parameters are checked against."""
+    template = jax.eval_shape(compiled(config).init, jax.random.key(0))
+    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), template)
+
+
 def load(run: str | Path) -> tuple[WA.WatchConfig, Any]:
-    """Returns ``(config, params)`` of a watch run directory: its config and the newest checkpoint's parameters.
+    """Returns ``(config, params)`` of a watch run directory (or of ``model:NAME``, a ``watch`` model of
+    ``jaxsoc.models``): its config and the newest checkpoint's parameters.
 
     Raises:
-        ValueError: not a watch run, no checkpoint yet, or a checkpoint that does not match ``run.json``.
+        ValueError: not a watch run, no checkpoint yet, or a checkpoint that does not match ``run.json``; a
+            model of another kind, or parameters that do not fit its config's network.
     """
+    from jaxsoc import models
+
+    if models.ref_name(run) is not None:
+        from jaxsoc.learners.household.models import load_ref
+
+        return load_ref(run, KIND)
     info = _read_run(run)
-    try:
-        config = WA.WatchConfig(**{**WA.LEGACY, **info["config"]})
-    except (TypeError, KeyError) as error:
-        raise ValueError(f"{run}: bad config in {RUN_JSON}: {error}") from error
-    fns = compiled(config)
-    template = jax.eval_shape(fns.init, jax.random.key(0))
-    template = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), template)
+    config = config_of(info, run)
     checkpointer = _checkpointer(Path(run), config, info.get("data", {}))
     try:
-        state = checkpointer.restore(template)
+        state = checkpointer.restore(state_template(config))
     except FileNotFoundError as error:
         raise ValueError(f"{run} has no checkpoint yet") from error
     finally:
