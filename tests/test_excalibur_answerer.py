@@ -1,12 +1,12 @@
 """EXCALIBUR's object memory and supervised answerer (``learners.excalibur``): the memory holds exactly what was
 seen (masses only once lifted) and keeps what it first saw; the answer masks follow the families' kinds; the
-committed answerer beats the question-only prior on small houses it never saw (training itself: a slow test); the
-answerer as an agent answers every question from its memory; checkpoints round-trip and bad ones are refused."""
+pretrained answerer (``model:excalibur-answerer``) beats the question-only prior on small houses it never saw
+(training itself: a slow test); the answerer as an agent answers every question from its memory; checkpoints
+round-trip and bad ones are refused."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -36,13 +36,14 @@ def test_houses():
     return ANS.draw_questions(houses, np.random.default_rng(5), None, CONFIG.max_questions)[0]
 
 
-#: the committed answerer (benchmarks/RESULTS.md): trained on houses of the default configuration only
-COMMITTED = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "excalibur_answerer_cpu"
+#: the pretrained answerer (``jaxsoc.models``; benchmarks/RESULTS.md): trained on houses of the default
+#: configuration only
+COMMITTED = "model:excalibur-answerer"
 
 
 @pytest.fixture(scope="module")
 def trained():
-    """The committed answerer: ``(model, variables, meta)``."""
+    """The pretrained answerer: ``(model, variables, meta)``."""
     return ANS.load(COMMITTED)
 
 

@@ -6,14 +6,16 @@ episode).
 ``jaxsoc excalibur eval --agent oracle random ppo=runs/excalibur_QA`` evaluates a PPO run of ``jaxsoc train ppo
 --env EXCALIBUR-QA-v0`` beside the scripted explorers; a learned agent is labelled by its run's env id unless
 written ``LABEL:ppo=RUN``. ``none`` is the explorer that does not explore. With ``--answerer DIR`` (a checkpoint of
-``jaxsoc excalibur answerer``) the scripted explorers answer with the supervised answerer over their object memory
-(``learners.excalibur.answerer``) instead of the symbolic answering from what they saw, and learned agents explore
-with their policy and answer with it too.
+``jaxsoc excalibur answerer``, or ``model:excalibur-answerer``, the pretrained one) the scripted explorers answer
+with the supervised answerer over their object memory (``learners.excalibur.answerer``) instead of the symbolic
+answering from what they saw, and learned agents explore with their policy and answer with it too.
 
 ``jaxsoc excalibur answerer --batches 400 --out DIR`` trains that answerer on freshly generated houses, and
 ``jaxsoc excalibur explorer --answerer DIR --out RUN`` trains an explorer by PPO over its object memory, rewarded
 for what its exploration lets that answerer answer (``learners.excalibur.explorer``); ``eval --agent ppo=RUN
---answerer DIR`` plays it with its memory.
+--answerer DIR`` plays it with its memory. Every ``RUN`` and ``DIR`` may be ``model:NAME`` (``jaxsoc models
+list --family excalibur``): ``eval --agent ppo=model:excalibur-memory-explorer --answerer model:excalibur-answerer
+--explore-budget 200 --reenter-budget 50 --sample`` plays the pretrained explorer.
 """
 
 from __future__ import annotations
@@ -33,15 +35,26 @@ SCRIPTED = ("oracle", "random", "none")
 
 def parse_agents(items: list[str]) -> dict[str, tuple[str, str | None]]:
     """Returns ``{label: (kind, run or None)}`` for ``--agent`` items: ``oracle``, ``random``, ``ppo=RUN`` or
-    ``LABEL:ppo=RUN``. Raises ``ValueError`` for an unknown agent, a ``ppo`` without its run, a run that is not a
-    directory or a label given twice."""
+    ``LABEL:ppo=RUN``, where ``RUN`` is a run directory or ``model:NAME`` (an EXCALIBUR policy or memory-explorer
+    model). Raises ``ValueError`` for an unknown agent, a ``ppo`` without its run, a run that is not a directory, a
+    model of another kind, or a label given twice (``KeyError`` for an unknown model name)."""
+    from jaxsoc import models
+
     out: dict[str, tuple[str, str | None]] = {}
     for item in items:
-        label, _, spec = item.rpartition(":") if ":" in item.split("=")[0] else ("", "", item)
+        head, eq, tail = item.partition("=")
+        label, _, kind = head.rpartition(":")
+        spec = kind + eq + tail
         kind, sep, run = spec.partition("=")
         if kind in SCRIPTED and not sep:
             label = label or kind
             entry = (kind, None)
+        elif kind == "ppo" and sep and run and models.ref_name(run) is not None:
+            from jaxsoc.learners.excalibur.models import MEMORY_EXPLORER, POLICY, open_model
+
+            open_model(run, (POLICY, MEMORY_EXPLORER), arrays=False)
+            label = label or _run_env(run)
+            entry = ("ppo", run)
         elif kind == "ppo" and sep and run:
             if not Path(run).is_dir():
                 raise ValueError(f"--agent {item}: no such run directory")
@@ -56,13 +69,13 @@ def parse_agents(items: list[str]) -> dict[str, tuple[str, str | None]]:
 
 
 def _run_env(run: str) -> str:
-    from jaxsoc.learners.checkpoint import read_meta
     from jaxsoc.learners.excalibur.explorer import is_explorer_run
+    from jaxsoc.learners.policy import run_meta
 
     if is_explorer_run(run):
         return "memory explorer"
 
-    return str(read_meta(Path(run) / "checkpoints").get("env_id", run))
+    return str(run_meta(run).get("env_id", run))
 
 
 @functools.cache
@@ -102,13 +115,13 @@ def evaluate_agents(agents: dict[str, tuple[str, str | None]], args, answerer=No
     from jaxsoc.envs.excalibur import play
     from jaxsoc.learners.excalibur import explorer as X
     from jaxsoc.learners.excalibur.answerer import AnswererAgent
-    from jaxsoc.learners.policy import load_policy
+    from jaxsoc.learners.excalibur.models import learned_agent
 
     explorers = {label: run for label, (_, run) in agents.items() if run is not None and X.is_explorer_run(run)}
     if explorers and answerer is None:
         raise ValueError(f"{', '.join(explorers.values())}: an explorer over the object memory needs --answerer")
     policies = {
-        label: (None, None, *X.load_explorer(run)) if label in explorers else load_policy(run)
+        label: (None, None, *X.load_explorer(run)) if label in explorers else learned_agent(run)
         for label, (_, run) in agents.items()
         if run is not None
     }
@@ -388,7 +401,9 @@ def add_parser(sub) -> None:
     )
     _house_arguments(evaluate_)
     evaluate_.add_argument("--sample", action="store_true", help="learned agents sample (default: argmax)")
-    evaluate_.add_argument("--answerer", help="an answerer checkpoint: every agent answers with it")
+    evaluate_.add_argument(
+        "--answerer", help="an answerer checkpoint or model:excalibur-answerer: every agent answers with it"
+    )
     evaluate_.add_argument("--out", help="directory for excalibur_eval.{json,md}")
     evaluate_.set_defaults(func=clear_errors(cmd_eval))
 
@@ -406,7 +421,9 @@ def add_parser(sub) -> None:
     answerer.set_defaults(func=clear_errors(cmd_answerer))
 
     explorer = verbs.add_parser("explorer", help="train an explorer by PPO over its object memory for the answerer")
-    explorer.add_argument("--answerer", required=True, help="the answerer checkpoint that answers and rewards")
+    explorer.add_argument(
+        "--answerer", required=True, help="the answerer that answers and rewards: a checkpoint or model:NAME"
+    )
     explorer.add_argument("--frames", type=int, default=1_536_000, help="environment steps of training")
     explorer.add_argument("--explore-budget", type=int, default=200, help="phase I's steps in training")
     explorer.add_argument("--reenter-budget", type=int, default=50, help="phase III's steps in training")

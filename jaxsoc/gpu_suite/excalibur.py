@@ -127,8 +127,8 @@ PARTS: tuple[Part, ...] = (
         "`EXCALIBUR-QA-v0` with the CPU run's settings and budgets (200 + 50 steps), and of the explorer over the "
         "object memory (`learners.excalibur.explorer`, tiny-memory preset, the answerer run every step for its "
         "reward), `num_steps` frames per world per update; compile apart, a warm-up call, then one timed call. "
-        "Projections: 2.56e7 houses and 1.536e9 frames, 1,000 times the CPU runs of "
-        "`benchmarks/results/excalibur_answerer_cpu` and `excalibur_learned_cpu`.",
+        "Projections: 2.56e7 houses and 1.536e9 frames, 1,000 times the CPU runs of the models "
+        "`excalibur-answerer` and `excalibur-qa-explorer` / `excalibur-memory-explorer`.",
         rank=140,
     ),
 )

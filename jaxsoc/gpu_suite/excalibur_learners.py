@@ -6,15 +6,15 @@ houses per batch for ``answerer_batches`` batches: each batch generates its hous
 questions on the host (Algorithm 2 every ``refresh`` = 4 batches, the assignment every batch) and takes one Adam
 step on the device. The clock is read when the loop logs its half and its end; the rate counts the houses of the
 second half (compiled by then), host work included, as a user's run pays it, and the projected hours are those of
-``PROJECTED_HOUSES`` (1,000 times the CPU run's 25,600 houses: ``benchmarks/results/excalibur_answerer_cpu``).
+``PROJECTED_HOUSES`` (1,000 times the CPU run's 25,600 houses: the model ``excalibur-answerer``).
 ``ppo``: ``updates`` PPO updates (``ppo.Trainer``, the ``excalibur`` network's ``tiny`` preset, the CPU run's
-settings) of the explorer on ``EXCALIBUR-QA-v0`` with the CPU run's budgets (200 exploration and 50 re-entry
-steps) and ``size`` worlds x ``num_steps`` frames per update, timed by ``core.measure_programs``; the projected
-hours are those of ``PROJECTED_FRAMES`` (1,000 times the CPU run's 1.536 M frames:
-``benchmarks/results/excalibur_learned_cpu``). ``memory``: the same for the explorer over the object memory
-(``learners.excalibur.explorer``: ``MemoryExplorerEnv``, whose every step writes the memory and runs the answerer
-on it for the reward, and the ``tiny-memory`` network; an untrained ``small`` answerer, which costs what the
-trained one does), with the same projection. Sizes go smallest first.
+settings) of the explorer on ``EXCALIBUR-QA-v0`` with the CPU run's budgets (200 exploration and 50 re-entry steps)
+and ``size`` worlds x ``num_steps`` frames per update, timed by ``core.measure_programs``; the projected hours are
+those of ``PROJECTED_FRAMES`` (1,000 times the CPU run's 1.536 M frames: the models ``excalibur-qa-explorer`` and
+``excalibur-memory-explorer``, curves in ``benchmarks/results/excalibur_learned_cpu``). ``memory``: the same for the
+explorer over the object memory (``learners.excalibur.explorer``: ``MemoryExplorerEnv``, whose every step writes the
+memory and runs the answerer on it for the reward, and the ``tiny-memory`` network; an untrained ``small`` answerer,
+which costs what the trained one does), with the same projection. Sizes go smallest first.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ to answer from what was seen and to fall back on the question's prior when the r
 **Using it**: ``AnswererAgent`` wraps a scripted explorer (``envs.excalibur.agents``' protocol): the explorer acts in
 phases I and III, every step writes the memory (``memory.write``) and in phases II and IV the answerer answers from
 it. ``save`` / ``load`` keep a trained answerer in a directory (``answerer.msgpack`` and ``answerer.json``: the
-network's name, preset, the command that trained it, the training history).
+network's name, preset, the command that trained it, the training history); ``load("model:excalibur-answerer")``
+reads the pretrained one (``jaxsoc.models``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 import optax
 from flax import struct
 
+from jaxsoc import models
 from jaxsoc.envs.excalibur import bank as B
 from jaxsoc.envs.excalibur import catalogue as K
 from jaxsoc.envs.excalibur import houses as H
@@ -229,8 +231,13 @@ def save(directory: str | Path, variables, preset: str, meta: dict | None = None
 
 
 def check_checkpoint(directory: str | Path) -> dict:
-    """Returns the ``answerer.json`` of an answerer checkpoint directory. Raises ``FileNotFoundError`` for a missing
-    directory or file and ``ValueError`` for a checkpoint of another network (a PPO run, another file)."""
+    """Returns the ``answerer.json`` of an answerer checkpoint directory (or of ``model:NAME``: the one its card
+    copied). Raises ``FileNotFoundError`` for a missing directory or file and ``ValueError`` for a checkpoint of
+    another network (a PPO run, another file) or a model of another kind."""
+    if models.ref_name(directory) is not None:
+        from jaxsoc.learners.excalibur.models import ANSWERER, open_model
+
+        return _check_meta(open_model(directory, ANSWERER, arrays=False)[0].spec["files"]["answerer.json"], directory)
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"no such answerer directory: {directory}")
@@ -242,29 +249,46 @@ def check_checkpoint(directory: str | Path) -> dict:
         meta = json.loads(meta_path.read_text())
     except json.JSONDecodeError as error:
         raise ValueError(f"{meta_path} is not readable JSON: {error}") from error
-    if not isinstance(meta, dict) or meta.get("network") != NETWORK:
-        network = meta.get("network") if isinstance(meta, dict) else None
-        raise ValueError(f"{directory} holds a checkpoint of network {network!r}, not {NETWORK!r}")
-    if meta.get("preset") not in NET.ANSWERER_PRESETS:
-        raise ValueError(f"{directory}: unknown answerer preset {meta.get('preset')!r}")
+    _check_meta(meta, directory)
     if not (directory / "answerer.msgpack").exists():
         raise FileNotFoundError(f"{directory} has no answerer.msgpack")
     return meta
 
 
-def load(directory: str | Path, house_config: H.HouseConfig = B.DEFAULT_CONFIG):
-    """Returns ``(model, variables, meta)`` of the answerer checkpoint in ``directory`` (``check_checkpoint``'s
-    errors; ``ValueError`` when the weights do not fit the network of its preset)."""
-    meta = check_checkpoint(directory)
+def _check_meta(meta: Any, where: str | Path) -> dict:
+    """Returns ``meta`` (an ``answerer.json``) after checking its network and preset (``ValueError`` naming
+    ``where``)."""
+    if not isinstance(meta, dict) or meta.get("network") != NETWORK:
+        network = meta.get("network") if isinstance(meta, dict) else None
+        raise ValueError(f"{where} holds a checkpoint of network {network!r}, not {NETWORK!r}")
+    if meta.get("preset") not in NET.ANSWERER_PRESETS:
+        raise ValueError(f"{where}: unknown answerer preset {meta.get('preset')!r}")
+    return meta
+
+
+def template(meta: dict, house_config: H.HouseConfig = B.DEFAULT_CONFIG):
+    """Returns ``(model, variables)``: the answerer network of ``meta``'s preset and its initial variables (the
+    shapes a checkpoint or a model must fill)."""
     model = make_model(meta["preset"])
-    template = init_variables(model, house_config, jax.random.key(0))
+    return model, init_variables(model, house_config, jax.random.key(0))
+
+
+def load(directory: str | Path, house_config: H.HouseConfig = B.DEFAULT_CONFIG):
+    """Returns ``(model, variables, meta)`` of the answerer checkpoint in ``directory`` or of ``model:NAME``
+    (``check_checkpoint``'s errors; ``ValueError`` when the weights do not fit the network of its preset)."""
+    if models.ref_name(directory) is not None:
+        from jaxsoc.learners.excalibur.models import ANSWERER, answerer_from_model, open_model
+
+        return answerer_from_model(*open_model(directory, ANSWERER), house_config)
+    meta = check_checkpoint(directory)
+    model, template_ = template(meta, house_config)
     raw = (Path(directory) / "answerer.msgpack").read_bytes()
     try:
-        variables = flax.serialization.from_bytes(template, raw)
+        variables = flax.serialization.from_bytes(template_, raw)
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{directory}: the weights do not fit the {meta['preset']} answerer: {error}") from error
     shapes_ok = jax.tree_util.tree_all(
-        jax.tree_util.tree_map(lambda a, b: np.shape(a) == np.shape(b), template, variables)
+        jax.tree_util.tree_map(lambda a, b: np.shape(a) == np.shape(b), template_, variables)
     )
     if not shapes_ok:
         raise ValueError(f"{directory}: the weights do not fit the {meta['preset']} answerer (shapes differ)")

@@ -1,7 +1,7 @@
 """EXCALIBUR's explorer trained for what its exploration reveals to the answerer: PPO (``rl_run.train_rl``) on the
 explorer's view ``envs.excalibur.explorer_env.MemoryExplorerEnv`` (``train``, ``ppo_config``), ``load_explorer`` to
-read a run back, and ``MemoryPolicyAgent`` to play a trained explorer in ``play.evaluate`` (the same observation,
-built from a state).
+read a run back (or ``model:excalibur-memory-explorer``, the pretrained one), and ``MemoryPolicyAgent`` to play a
+trained explorer in ``play.evaluate`` (the same observation, built from a state).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxsoc import models
 from jaxsoc.envs.excalibur import memory as MEM
 from jaxsoc.envs.excalibur import observation as O
 from jaxsoc.envs.excalibur import state as S
@@ -155,16 +156,26 @@ def train(
 
 
 def is_explorer_run(run: str | Path) -> bool:
-    """Returns whether ``run`` is a run of ``train`` (it holds ``explorer.json``)."""
+    """Returns whether ``run`` is a run of ``train`` (it holds ``explorer.json``) or ``model:NAME`` of a
+    memory-explorer model."""
+    if models.ref_name(run) is not None:
+        from jaxsoc.learners.excalibur.models import FAMILY, MEMORY_EXPLORER, card_of
+
+        card = card_of(run)
+        return (card.family, card.kind) == (FAMILY, MEMORY_EXPLORER)
     return (Path(run) / EXPLORER_FILE).exists()
 
 
 def load_explorer(run: str | Path) -> tuple[Any, Any, dict]:
-    """Returns ``(model, variables, record)`` of the newest checkpoint of the explorer run ``run`` (``record``: its
-    ``explorer.json``). Raises ``ValueError`` for a run that is not an explorer run or whose checkpoint holds
-    another network."""
+    """Returns ``(model, variables, record)`` of the newest checkpoint of the explorer run ``run`` or of
+    ``model:NAME`` (``record``: its ``explorer.json``). Raises ``ValueError`` for a run that is not an explorer run
+    or whose checkpoint holds another network, or a model of another kind."""
     from jaxsoc.learners.policy import load_network
 
+    if models.ref_name(run) is not None:
+        from jaxsoc.learners.excalibur.models import MEMORY_EXPLORER, memory_explorer_from_model, open_model
+
+        return memory_explorer_from_model(*open_model(run, MEMORY_EXPLORER))
     run = Path(run)
     if not is_explorer_run(run):
         raise ValueError(f"{run} is not an explorer run (no {EXPLORER_FILE})")
