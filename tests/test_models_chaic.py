@@ -75,7 +75,7 @@ def test_options_helper_names_its_partner_by_model_name_and_plays_an_option(stat
 def test_a_model_of_another_kind_is_refused_with_what_it_is():
     with pytest.raises(ValueError, match="chaic/options-policy model, not a CHAIC behaviour model"):
         bm.load_partner("model:chaic-options-helper")
-    with pytest.raises(ValueError, match="--helper ppo=model:chaic-bm: .*not a CHAIC helper over options"):
+    with pytest.raises(ValueError, match="--helper ppo=model:chaic-bm: .*must name a chaic/options-policy model"):
         learned_helper("ppo", "model:chaic-bm")
     with pytest.raises(ValueError, match="unknown model 'chaic-bn'"):
         learned_helper("bm", "model:chaic-bn")

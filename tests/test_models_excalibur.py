@@ -80,7 +80,7 @@ def test_model_names_are_taken_by_the_flags_and_other_kinds_refused(tmp_path, ca
     assert ANS.check_checkpoint("model:excalibur-answerer")["preset"] == "small"
     with pytest.raises(ValueError, match="excalibur/memory-explorer model; model:excalibur-memory-explorer must"):
         ANS.load("model:excalibur-memory-explorer")
-    with pytest.raises(ValueError, match="must name a excalibur/memory-explorer one"):
+    with pytest.raises(ValueError, match="must name a excalibur/memory-explorer model"):
         X.load_explorer("model:excalibur-answerer")
     with pytest.raises(ValueError, match="excalibur/answerer model"):
         parse_agents(["ppo=model:excalibur-answerer"])

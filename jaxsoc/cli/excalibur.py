@@ -20,15 +20,14 @@ list --family excalibur``): ``eval --agent ppo=model:excalibur-memory-explorer -
 
 from __future__ import annotations
 
-import functools
 import json
-import time
 from pathlib import Path
 
 import jax
 import numpy as np
 
 from jaxsoc.cli.errors import clear_errors, require_positive
+from jaxsoc.learners.excalibur.evaluation import env_and_params, evaluate_agents, house_config, run_label
 
 SCRIPTED = ("oracle", "random", "none")
 
@@ -50,15 +49,15 @@ def parse_agents(items: list[str]) -> dict[str, tuple[str, str | None]]:
             label = label or kind
             entry = (kind, None)
         elif kind == "ppo" and sep and run and models.ref_name(run) is not None:
-            from jaxsoc.learners.excalibur.models import MEMORY_EXPLORER, POLICY, open_model
+            from jaxsoc.learners.excalibur.models import FAMILY, MEMORY_EXPLORER, POLICY
 
-            open_model(run, (POLICY, MEMORY_EXPLORER), arrays=False)
-            label = label or _run_env(run)
+            models.open_ref(run, (POLICY, MEMORY_EXPLORER), FAMILY, arrays=False)
+            label = label or run_label(run)
             entry = ("ppo", run)
         elif kind == "ppo" and sep and run:
             if not Path(run).is_dir():
                 raise ValueError(f"--agent {item}: no such run directory")
-            label = label or _run_env(run)
+            label = label or run_label(run)
             entry = ("ppo", run)
         else:
             raise ValueError(f"unknown agent {item!r}; choose from {list(SCRIPTED)} or ppo=RUN (LABEL:ppo=RUN)")
@@ -66,104 +65,6 @@ def parse_agents(items: list[str]) -> dict[str, tuple[str, str | None]]:
             raise ValueError(f"agent {label!r} given twice (label learned agents: LABEL:ppo=RUN)")
         out[label] = entry
     return out
-
-
-def _run_env(run: str) -> str:
-    from jaxsoc.learners.excalibur.explorer import is_explorer_run
-    from jaxsoc.learners.policy import run_meta
-
-    if is_explorer_run(run):
-        return "memory explorer"
-
-    return str(run_meta(run).get("env_id", run))
-
-
-@functools.cache
-def _env():
-    """The one ``ExcaliburEnv("answers")`` the commands use: rollouts are compiled per env instance."""
-    from jaxsoc.envs.excalibur.env import ExcaliburEnv
-
-    return ExcaliburEnv("answers")
-
-
-def _house_config(args):
-    """Returns the ``HouseConfig`` of ``args.house`` (``houses.PRESETS``)."""
-    from jaxsoc.envs.excalibur import houses as H
-
-    return H.preset(args.house)
-
-
-def _params(args):
-    from jaxsoc.envs.excalibur import bank
-    from jaxsoc.envs.excalibur.env import ExcaliburParams, check_params
-
-    params = ExcaliburParams(
-        houses=bank.cached_bank(args.split, args.bank_seed, _house_config(args)),
-        explore_budget=args.explore_budget,
-        reenter_budget=args.reenter_budget,
-    )
-    check_params(params)
-    return _env(), params
-
-
-def evaluate_agents(agents: dict[str, tuple[str, str | None]], args, answerer=None) -> dict[str, dict[str, float]]:
-    """Returns ``{label: play.evaluate summary}`` for each agent on the ``args`` bank and budgets. Every learned
-    agent's run is read before the first agent plays. With ``answerer = (model, variables)`` every agent answers with
-    it (``answerer.AnswererAgent``: the scripted explorer or the learned policy explores, the answerer answers from
-    the object memory; labels ``"<label> + answerer"``)."""
-    from jaxsoc.envs.excalibur import agents as A
-    from jaxsoc.envs.excalibur import play
-    from jaxsoc.learners.excalibur import explorer as X
-    from jaxsoc.learners.excalibur.answerer import AnswererAgent
-    from jaxsoc.learners.excalibur.models import learned_agent
-
-    explorers = {label: run for label, (_, run) in agents.items() if run is not None and X.is_explorer_run(run)}
-    if explorers and answerer is None:
-        raise ValueError(f"{', '.join(explorers.values())}: an explorer over the object memory needs --answerer")
-    policies = {
-        label: (None, None, *X.load_explorer(run)) if label in explorers else learned_agent(run)
-        for label, (_, run) in agents.items()
-        if run is not None
-    }
-    env, params = _params(args)
-    results = {}
-    for label, (kind, run) in agents.items():
-        start = time.perf_counter()
-        key = jax.random.key(args.seed)
-        if run is None and answerer is not None:
-            label = f"{label} + answerer"
-            agent = AnswererAgent(explorer=A.make_agent(kind), model=answerer[0], variables=answerer[1])
-            summary = play.evaluate(env, params, agent, key, args.episodes)
-        elif run is None:
-            summary = play.evaluate(env, params, A.make_agent(kind), key, args.episodes)
-        elif label in explorers:  # the explorer reads its object memory; the answerer answers from it
-            _, _, model, variables, record = policies[label]
-            label = f"{label} + answerer"
-            agent = X.MemoryPolicyAgent(
-                policy=model,
-                policy_variables=variables,
-                answerer=answerer[0],
-                answerer_variables=answerer[1],
-                view_size=params.view_size,
-                greedy=not args.sample,
-            )
-            summary = play.evaluate(env, params, agent, key, args.episodes)
-        elif answerer is not None:  # the learned policy explores, the answerer answers from its memory
-            _, _, model, variables = policies[label]
-            label = f"{label} + answerer"
-            policy = play.PolicyAgent(
-                model=model, variables=variables, view_size=params.view_size, greedy=not args.sample
-            )
-            agent = AnswererAgent(explorer=policy, model=answerer[0], variables=answerer[1])
-            summary = play.evaluate(env, params, agent, key, args.episodes)
-        else:
-            _, _, model, variables = policies[label]
-            summary = play.evaluate_policy(env, params, model, variables, key, args.episodes, greedy=not args.sample)
-        results[label] = dict(summary, seconds=time.perf_counter() - start)
-        print(
-            f"{label}: phase II {summary['accuracy_first']:.3f}, phase IV {summary['accuracy_again']:.3f}", flush=True
-        )
-    return results
 
 
 #: the stand-in for the paper's human players when fitting ExQA's constant: the oracle explorer stopped after these
@@ -179,7 +80,7 @@ def fit_exqa_constant(args) -> float:
     from jaxsoc.envs.excalibur import metrics as M
     from jaxsoc.envs.excalibur import play
 
-    env, params = _params(args)
+    env, params = env_and_params(args)
     accuracy, steps = [], []
     per = max(args.episodes // len(REFERENCE_FRACTIONS), 2)
     longest = play.max_steps(params)
@@ -264,7 +165,7 @@ def cmd_answerer(args) -> int:
         preset=args.preset,
         seed=args.seed,
         eval_every=args.eval_every,
-        house_config=_house_config(args),
+        house_config=house_config(args),
     )
     command = (
         f"jaxsoc excalibur answerer --batches {args.batches} --houses {args.houses} --lr {args.lr} --refresh "
@@ -324,7 +225,7 @@ def cmd_bank(args) -> int:
     require_positive(args, "houses")
     if args.show < 0:
         raise ValueError(f"--show must be >= 0, got {args.show}")
-    houses, report = bank.make_bank(args.split, args.bank_seed, _house_config(args), num_houses=args.houses)
+    houses, report = bank.make_bank(args.split, args.bank_seed, house_config(args), num_houses=args.houses)
     print(json.dumps({k: v for k, v in report.items()}, indent=1, default=str))
     for h in range(min(args.show, houses.walls.shape[0])):
         print(f"\nhouse {h}: {int(houses.valid[h].sum())} objects, {int(houses.num_questions[h])} questions")
@@ -342,7 +243,7 @@ def cmd_render(args) -> int:
     from jaxsoc.envs.excalibur.render import render
 
     require_positive(args, "steps", "tile", "fps", "explore_budget", "reenter_budget")
-    env, params = _params(args)
+    env, params = env_and_params(args)
     agent = A.make_agent(args.agent)
     key = jax.random.key(args.seed)
     _, state = env.reset_env(key, params)

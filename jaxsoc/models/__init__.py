@@ -36,8 +36,8 @@ PREFIX = "model:"
 PARAMETER_KEYS = ("params", "batch_stats")
 
 __all__ = [
-    "Card", "ModelFileError", "PREFIX", "STORE", "evaluate", "export", "fit", "info", "kind_of", "list", "load",
-    "open_ref", "ref_name", "snapshot_run",
+    "Card", "ModelFileError", "PREFIX", "STORE", "UnknownModel", "evaluate", "export", "fit", "info", "kind_of",
+    "list", "load", "open_ref", "ref_name", "ref_of", "snapshot_run", "table",
 ]  # fmt: skip
 
 
@@ -59,18 +59,26 @@ def list(family: str | None = None) -> builtins.list[Card]:  # noqa: A001 - the 
     return [card for card in cards if family is None or card.family == family]
 
 
+class UnknownModel(KeyError, ValueError):
+    """A model name the store does not hold (a ``KeyError`` for lookups, a ``ValueError`` for commands, which print
+    bad input as a message); the message lists the closest names."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 def _card_path(name: str) -> Path:
     """Returns the card file of ``name``: a model in the store, or a path to a ``.json`` card.
 
     Raises:
-        KeyError: an unknown name (the message lists the closest names).
+        UnknownModel: an unknown name (the message lists the closest names).
     """
     if name.endswith(CARD_SUFFIX) or "/" in name:
         return Path(name)
     known = names()
     if name not in known:
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.4) or known
-        raise KeyError(f"unknown model {name!r}; closest: {', '.join(close)} (jaxsoc models list)")
+        raise UnknownModel(f"unknown model {name!r}; closest: {', '.join(close)} (jaxsoc models list)")
     return STORE / (name + CARD_SUFFIX)
 
 
@@ -78,6 +86,12 @@ def info(name: str) -> Card:
     """Returns the card of model ``name`` (a store name, ``model:NAME`` or a card path). Raises ``KeyError``
     (unknown name) or ``ModelFileError`` (an unreadable card)."""
     return read_card(_card_path(ref_name(name) or name))
+
+
+def ref_of(card: Card) -> str:
+    """Returns ``model:NAME`` of a card in the package's store, else ``model:PATH`` of its card file."""
+    in_store = card.path is not None and card.path.resolve() == (STORE / (card.name + CARD_SUFFIX)).resolve()
+    return PREFIX + (card.name if in_store else str(card.path))
 
 
 def ref_name(run: str | Path) -> str | None:
@@ -100,30 +114,43 @@ def kind_of(family: str, kind: str):
     return declared[(family, kind)]
 
 
-def open_ref(run: str | Path, kind: str | None = None) -> tuple[Card, Any]:
-    """Returns ``(card, parameters)`` of ``model:NAME`` (or of a bare name), after every file check; with ``kind``,
-    raises ``ValueError`` for a model of another kind (a loader handed the wrong model)."""
+def open_ref(
+    run: str | Path, kind: str | tuple[str, ...] | None = None, family: str | None = None, arrays: bool = True
+) -> tuple[Card, Any]:
+    """Returns ``(card, parameters)`` of ``model:NAME`` (or of a bare name or card path), after every file check
+    (parameters None without ``arrays``: the card alone).
+
+    Raises:
+        UnknownModel: an unknown name.
+        ModelFileError: a bad card or parameters file.
+        ValueError: a model of another ``family`` or of none of the ``kind`` (one or several): a loader handed the
+            wrong model.
+    """
     card = info(str(run))
-    if kind is not None and card.kind != kind:
-        raise ValueError(f"model {card.name!r} is a {card.family}/{card.kind} model, this loader takes a {kind!r} one")
-    return card, read_params(card)
+    kinds = (kind,) if isinstance(kind, str) else kind
+    if (kinds is not None and card.kind not in kinds) or (family is not None and card.family != family):
+        wanted = " or ".join(f"{family}/{k}" if family else repr(k) for k in (kinds or (card.kind,)))
+        raise ValueError(f"model {card.name!r} is a {card.family}/{card.kind} model; {run} must name a {wanted} model")
+    return card, read_params(card) if arrays else None
 
 
-def load(name: str, kind: str | None = None) -> Any:
+def load(name: str, kind: str | tuple[str, ...] | None = None, family: str | None = None, **options: Any) -> Any:
     """Returns model ``name`` as its family's evaluation takes it (the kind's ``load``: a policy, an answerer, an
     observer, a partner model; what the family's run loader returns for a run directory).
 
     Args:
         name: a model name (``jaxsoc models list``), ``model:NAME``, or a path to a card file.
-        kind: the kind the caller expects (None: any).
+        kind: the kind (or kinds) the caller expects (None: any).
+        family: the family the caller expects (None: any).
+        options: handed to the kind's ``load`` (e.g. the answerer's ``house_config``).
 
     Raises:
-        KeyError: an unknown name (the closest are listed).
+        UnknownModel: an unknown name (the closest are listed; a ``KeyError`` and a ``ValueError``).
         ModelFileError: a missing, corrupt, truncated or foreign file (named, with what differs).
-        ValueError: a model of another kind, or arrays that do not fit the network its card describes.
+        ValueError: a model of another family or kind, or arrays that do not fit the network its card describes.
     """
-    card, tree = open_ref(name, kind)
-    return kind_of(card.family, card.kind).load_function()(card, tree)
+    card, tree = open_ref(name, kind, family)
+    return kind_of(card.family, card.kind).load_function()(card, tree, **options)
 
 
 def evaluate(name: str, **overrides: Any) -> dict[str, dict[str, float]]:
@@ -132,7 +159,7 @@ def evaluate(name: str, **overrides: Any) -> dict[str, dict[str, float]]:
     episodes)."""
     card = info(name)
     args = {**card.evaluation.get("args", {}), **{k: v for k, v in overrides.items() if v is not None}}
-    ref = PREFIX + (card.name if card.path == STORE / (card.name + CARD_SUFFIX) else str(card.path))
+    ref = ref_of(card)
     figures = kind_of(card.family, card.kind).evaluate_function()(ref, **args)
     return {metric: _figure(value) for metric, value in figures.items()}
 

@@ -20,6 +20,9 @@ import jax.numpy as jnp
 from jaxsoc.envs.chaic import agents as A
 from jaxsoc.envs.chaic import state as S
 
+#: the ``jaxsoc.models`` kind of a CHAIC helper over options (declared in ``learners.chaic.family``)
+OPTIONS_KIND = "options-policy"
+
 
 @dataclasses.dataclass(frozen=True)
 class NetworkHelper:
@@ -58,10 +61,8 @@ def load_ppo_helper(run_dir: str | Path, greedy: bool = False) -> Any:
     from jaxsoc.envs.chaic.options import ChaicOptionsEnv, OptionPolicyHelper
     from jaxsoc.learners.policy import load_policy
 
-    if models.ref_name(run_dir) is not None:
-        from jaxsoc.learners.chaic.pretrained import open_options
-
-        open_options(str(run_dir))  # a CHAIC helper over options, or ValueError naming what it is
+    if models.ref_name(run_dir) is not None:  # a CHAIC helper over options, or ValueError naming what it is
+        models.open_ref(run_dir, OPTIONS_KIND, "chaic", arrays=False)
     env, env_params, model, variables = load_policy(run_dir)
     if isinstance(env, ChaicOptionsEnv):
         network = NetworkHelper(model, greedy)

@@ -21,8 +21,6 @@ import numpy as np
 from jaxsoc import models
 from jaxsoc.learners.chaic import bm_run
 
-#: the ``jaxsoc.models`` kind of a helper over options (``bm_run.MODEL_KIND`` is the behaviour model's)
-OPTIONS_KIND = "options-policy"
 #: the env argument that names the options view's partner model (``learners.chaic.family``)
 PARTNER_ARGUMENT = "partner_run"
 
@@ -155,18 +153,6 @@ def snapshot_options(run: str | Path) -> tuple[dict[str, Any], Any]:
     if config.get("env_args"):
         config["env_args"] = rename_partner(config["env_args"])
     return spec, tree
-
-
-def open_options(run: str) -> models.Card:
-    """Returns the card of ``model:NAME``; raises ``ValueError`` for a model that is not a CHAIC helper over options
-    (its family and kind named), ``KeyError`` / ``ModelFileError`` as ``models.open_ref``."""
-    card, _ = models.open_ref(run)
-    if (card.family, card.kind) != (bm_run.FAMILY, OPTIONS_KIND):
-        raise ValueError(
-            f"{run} is a {card.family}/{card.kind} model, not a CHAIC helper over options ({bm_run.FAMILY}/"
-            f"{OPTIONS_KIND}, e.g. model:chaic-options-helper)"
-        )
-    return card
 
 
 def load_options(card: models.Card, tree: Any):

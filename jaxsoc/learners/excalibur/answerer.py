@@ -43,6 +43,8 @@ from jaxsoc.envs.excalibur import state as S
 from jaxsoc.learners.networks import excalibur as NET
 
 NETWORK = "excalibur-answerer"
+#: the family and kind of an answerer model (``jaxsoc.models``; declared in ``learners.excalibur.family``)
+MODEL_FAMILY, MODEL_KIND = "excalibur", "answerer"
 FORMAT = 1
 #: the training houses' key stream (the banks use ``jax.random.key(bank.SPLIT_SEEDS[split] + seed)``)
 TRAIN_STREAM = 7_000_001
@@ -235,9 +237,8 @@ def check_checkpoint(directory: str | Path) -> dict:
     copied). Raises ``FileNotFoundError`` for a missing directory or file and ``ValueError`` for a checkpoint of
     another network (a PPO run, another file) or a model of another kind."""
     if models.ref_name(directory) is not None:
-        from jaxsoc.learners.excalibur.models import ANSWERER, open_model
-
-        return _check_meta(open_model(directory, ANSWERER, arrays=False)[0].spec["files"]["answerer.json"], directory)
+        card, _ = models.open_ref(directory, MODEL_KIND, MODEL_FAMILY, arrays=False)
+        return _check_meta(card.spec["files"]["answerer.json"], directory)
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"no such answerer directory: {directory}")
@@ -277,9 +278,7 @@ def load(directory: str | Path, house_config: H.HouseConfig = B.DEFAULT_CONFIG):
     """Returns ``(model, variables, meta)`` of the answerer checkpoint in ``directory`` or of ``model:NAME``
     (``check_checkpoint``'s errors; ``ValueError`` when the weights do not fit the network of its preset)."""
     if models.ref_name(directory) is not None:
-        from jaxsoc.learners.excalibur.models import ANSWERER, answerer_from_model, open_model
-
-        return answerer_from_model(*open_model(directory, ANSWERER), house_config)
+        return models.load(directory, MODEL_KIND, MODEL_FAMILY, house_config=house_config)
     meta = check_checkpoint(directory)
     model, template_ = template(meta, house_config)
     raw = (Path(directory) / "answerer.msgpack").read_bytes()

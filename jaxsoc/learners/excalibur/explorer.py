@@ -71,6 +71,8 @@ class MemoryPolicyAgent(struct.PyTreeNode):
 # -- training and loading -----------------------------------------------------------------------------------------
 
 EXPLORER_FILE = "explorer.json"
+#: the family and kind of a memory-explorer model (``jaxsoc.models``; declared in ``learners.excalibur.family``)
+MODEL_FAMILY, MODEL_KIND = "excalibur", "memory-explorer"
 
 
 def ppo_config(**overrides: Any):
@@ -159,10 +161,8 @@ def is_explorer_run(run: str | Path) -> bool:
     """Returns whether ``run`` is a run of ``train`` (it holds ``explorer.json``) or ``model:NAME`` of a
     memory-explorer model."""
     if models.ref_name(run) is not None:
-        from jaxsoc.learners.excalibur.models import FAMILY, MEMORY_EXPLORER, card_of
-
-        card = card_of(run)
-        return (card.family, card.kind) == (FAMILY, MEMORY_EXPLORER)
+        card = models.info(run)
+        return (card.family, card.kind) == (MODEL_FAMILY, MODEL_KIND)
     return (Path(run) / EXPLORER_FILE).exists()
 
 
@@ -173,9 +173,7 @@ def load_explorer(run: str | Path) -> tuple[Any, Any, dict]:
     from jaxsoc.learners.policy import load_network
 
     if models.ref_name(run) is not None:
-        from jaxsoc.learners.excalibur.models import MEMORY_EXPLORER, memory_explorer_from_model, open_model
-
-        return memory_explorer_from_model(*open_model(run, MEMORY_EXPLORER))
+        return models.load(run, MODEL_KIND, MODEL_FAMILY)
     run = Path(run)
     if not is_explorer_run(run):
         raise ValueError(f"{run} is not an explorer run (no {EXPLORER_FILE})")

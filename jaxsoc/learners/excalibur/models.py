@@ -10,8 +10,8 @@
   as ``policy.load_network`` gives it, on shapes only, so that no train bank is built); scored as the memory
   explorer, exploring while the answerer answers.
 
-``open_model`` is what the family's run loaders call for ``model:NAME`` (it refuses another family's or kind's
-model, naming it).
+The family's run loaders take ``model:NAME`` through ``jaxsoc.models.load`` (which refuses another family's or
+kind's model, naming it), so nothing here is imported by them.
 """
 
 from __future__ import annotations
@@ -30,33 +30,6 @@ FAMILY = "excalibur"
 ANSWERER, MEMORY_EXPLORER, POLICY = "answerer", "memory-explorer", "policy"
 #: the pretrained answerer the explorers are scored with (and were trained with)
 DEFAULT_ANSWERER = models.PREFIX + "excalibur-answerer"
-
-
-def card_of(ref: str | Path) -> models.Card:
-    """Returns the card of ``model:NAME``; an unknown name raises ``ValueError`` (the closest names listed), which
-    the commands print as bad input."""
-    try:
-        return models.info(models.ref_name(ref) or str(ref))
-    except KeyError as error:
-        raise ValueError(error.args[0]) from None
-
-
-def open_model(ref: str | Path, kind: str | tuple[str, ...], arrays: bool = True) -> tuple[models.Card, Any]:
-    """Returns ``(card, parameters)`` of ``model:NAME`` (parameters None without ``arrays``). Raises ``ValueError``
-    for an unknown name (``card_of``), ``ModelFileError`` (a ``ValueError``) for a bad file and ``ValueError`` for a
-    model of another family or kind than ``kind`` (one kind or several)."""
-    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
-    card = card_of(ref)
-    if card.family != FAMILY or card.kind not in kinds:
-        wanted = " or ".join(f"{FAMILY}/{k}" for k in kinds)
-        raise ValueError(f"model {card.name!r} is a {card.family}/{card.kind} model; {ref} must name a {wanted} one")
-    return card, models.read_params(card) if arrays else None
-
-
-def _ref(card: models.Card) -> str:
-    """Returns ``model:NAME`` of a card in the package's store, else ``model:PATH`` of its card file."""
-    in_store = card.path is not None and card.path.resolve() == (models.STORE / (card.name + ".json")).resolve()
-    return models.PREFIX + (card.name if in_store else str(card.path))
 
 
 # -- the answerer -------------------------------------------------------------------------------------------------
@@ -81,16 +54,17 @@ def answerer_from_model(card: models.Card, tree: Any, house_config=None) -> tupl
     return model, models.fit(template, tree, card, keep=("params",)), meta
 
 
-def load_answerer_model(card: models.Card, tree: Any) -> tuple[Any, Any, dict]:
-    """``ModelKind.load`` of an answerer: ``answerer.load``'s ``(model, variables, meta)``."""
-    return answerer_from_model(card, tree)
+def load_answerer_model(card: models.Card, tree: Any, house_config=None) -> tuple[Any, Any, dict]:
+    """``ModelKind.load`` of an answerer: ``answerer.load``'s ``(model, variables, meta)`` (its network for
+    ``house_config``, default the default houses)."""
+    return answerer_from_model(card, tree, house_config)
 
 
 def _eval_args(
     episodes: int, seed: int, explore_budget: int, reenter_budget: int, sample: bool, split: str, bank_seed: int,
     house: str,
 ) -> argparse.Namespace:  # fmt: skip
-    """Returns the arguments ``jaxsoc excalibur eval`` hands ``cli.excalibur.evaluate_agents``."""
+    """Returns the arguments ``jaxsoc excalibur eval`` hands ``evaluation.evaluate_agents``."""
     return argparse.Namespace(
         episodes=int(episodes), seed=int(seed), explore_budget=int(explore_budget), reenter_budget=int(reenter_budget),
         sample=bool(sample), split=split, bank_seed=int(bank_seed), house=house,
@@ -118,10 +92,10 @@ def evaluate_answerer_model(
     ``_again`` (phases II and IV) with their standard errors over episodes; then ``test_full`` / ``test_empty``:
     ``answerer.bank_accuracy`` on the whole bank from a full and from an empty memory (the question-only prior),
     with binomial standard errors over its questions."""
-    from jaxsoc.cli.excalibur import evaluate_agents
     from jaxsoc.envs.excalibur import bank
     from jaxsoc.envs.excalibur import houses as H
     from jaxsoc.learners.excalibur import answerer as ANS
+    from jaxsoc.learners.excalibur.evaluation import evaluate_agents
 
     args = _eval_args(episodes, seed, explore_budget, reenter_budget, False, split, bank_seed, house)
     model, variables, _ = ANS.load(ref, H.preset(house))
@@ -157,7 +131,7 @@ def _answerer_ref(answerer: str) -> str:
             continue
         theirs = jax.tree_util.tree_leaves(models.read_params(card))
         if len(mine) == len(theirs) and all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(mine, theirs)):
-            return _ref(card)
+            return models.ref_of(card)
     return answerer
 
 
@@ -216,17 +190,6 @@ def load_policy_model(card: models.Card, tree: Any) -> tuple[Any, Any, dict]:
     return model, models.fit(template, tree, card), card.spec["meta"]
 
 
-def learned_agent(run: str | Path) -> tuple[Any, Any, Any, Any]:
-    """Returns the policy of a learned agent of ``jaxsoc excalibur eval --agent ppo=RUN`` as ``load_policy`` does,
-    ``(env, env_params, model, variables)``, with ``None`` for the env and params of ``model:NAME`` (its network
-    only: an EXCALIBUR ``policy`` model)."""
-    from jaxsoc.learners.policy import load_policy
-
-    if models.ref_name(run) is None:
-        return load_policy(run)
-    return (None, None, *load_policy_model(*open_model(run, POLICY))[:2])
-
-
 def memory_explorer_from_model(card: models.Card, tree: Any) -> tuple[Any, Any, dict]:
     """Returns ``explorer.load_explorer``'s ``(model, variables, record)`` of a memory-explorer model (``ValueError``
     when its arrays do not fit the network its card describes)."""
@@ -252,9 +215,9 @@ def evaluate_explorer_model(
     ppo=REF --answerer ANSWERER [--sample]``: the explorer explores, the answerer answers from the memory its
     exploration wrote; ``accuracy_first`` / ``_again`` (phases II and IV) and ``knowledge_first`` / ``_again`` (what
     the symbolic answering makes of the same exploration), with standard errors over episodes."""
-    from jaxsoc.cli.excalibur import evaluate_agents
     from jaxsoc.envs.excalibur import houses as H
     from jaxsoc.learners.excalibur import answerer as ANS
+    from jaxsoc.learners.excalibur.evaluation import evaluate_agents
 
     args = _eval_args(episodes, seed, explore_budget, reenter_budget, sample, split, bank_seed, house)
     model, variables, _ = ANS.load(answerer, H.preset(house))

@@ -53,9 +53,7 @@ def load(run: str | Path) -> tuple[LowLevelPolicy, dict[str, Any], HRLConfig]:
     from jaxsoc import models
 
     if models.ref_name(run) is not None:
-        from jaxsoc.learners.household.models import load_ref
-
-        return load_ref(run, KIND)
+        return models.load(run, KIND, "household")
     path = Path(run) / RUN_JSON
     policy, config = config_of(json.loads(path.read_text()) if path.exists() else {}, run)
     step = latest_step(Path(run) / CHECKPOINTS)

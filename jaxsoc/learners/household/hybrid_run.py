@@ -59,9 +59,7 @@ def load(run: str | Path) -> tuple[HybridPolicy, Any, HybridConfig]:
     from jaxsoc import models
 
     if models.ref_name(run) is not None:
-        from jaxsoc.learners.household.models import load_ref
-
-        return load_ref(run, KIND)
+        return models.load(run, KIND, "household")
     path = Path(run) / RUN_JSON
     config = config_of(json.loads(path.read_text()) if path.exists() else {}, run)
     policy = policy_of(config)

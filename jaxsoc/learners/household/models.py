@@ -11,8 +11,9 @@ run (``snapshot_*``), rebuilt as its run loader returns it (``load_*``) and scor
   (``hrl_eval.subgoal_success``, the training run's final one): the share of single-predicate subgoals achieved
   in 50 steps in the training apartments and in the held-out ones.
 
-Each run loader takes ``model:NAME`` through ``load_ref``, so every flag that takes such a run (``--watch``,
-``--hybrid``, ``--hrl``, ``jaxsoc household goals RUN``) takes a model too. Every snapshot keeps the ``params``
+Each run loader takes ``model:NAME`` through ``jaxsoc.models.load`` (nothing here is imported by them), so every
+flag that takes such a run (``--watch``, ``--hybrid``, ``--hrl``, ``jaxsoc household goals RUN``) takes a model
+too. Every snapshot keeps the ``params``
 subtree of the newest checkpoint only (no optimiser state) and the run's ``run.json``, which rebuilds the network.
 """
 
@@ -106,29 +107,6 @@ def load_hrl_low(card: models.Card, tree: Any) -> tuple[Any, dict[str, Any], Any
 
     policy, config = hrl_run.config_of(_run_json(card), card.path)
     return policy, _fit_policy(card, tree, policy, observation_space()), config
-
-
-_LOADERS = {WATCH: load_watch, HYBRID: load_hybrid, HRL_LOW: load_hrl_low}
-
-
-def load_ref(run: str | Path, kind: str) -> Any:
-    """Returns what the run loader of ``kind`` returns, for ``model:NAME`` (a household model of that kind).
-
-    Raises:
-        ModelFileError: a missing, corrupt or foreign model file.
-        ValueError: an unknown name (the closest are listed), a model of another family or kind, or parameters
-            that do not fit its network.
-    """
-    try:
-        card, tree = models.open_ref(run, kind=None)
-    except KeyError as error:  # an unknown name: a ValueError, as every bad run argument (the CLI prints it)
-        raise ValueError(error.args[0]) from None
-    if card.family != FAMILY or card.kind != kind:
-        raise ValueError(
-            f"model {card.name!r} is a {card.family}/{card.kind} model; {run} was given where a {FAMILY}/{kind} "
-            f"model (or a 'jaxsoc train {kind.split('-')[0]}' run) is expected"
-        )
-    return _LOADERS[kind](card, tree)
 
 
 # -- evaluation --------------------------------------------------------------------------------------------------

@@ -390,9 +390,7 @@ def load(run: str | Path) -> tuple[WA.WatchConfig, Any]:
     from jaxsoc import models
 
     if models.ref_name(run) is not None:
-        from jaxsoc.learners.household.models import load_ref
-
-        return load_ref(run, KIND)
+        return models.load(run, KIND, "household")
     info = _read_run(run)
     config = config_of(info, run)
     checkpointer = _checkpointer(Path(run), config, info.get("data", {}))
