@@ -8,7 +8,6 @@ either; a fine-tuned step is checked to move the encoder).
 import contextlib
 import dataclasses
 import json
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -254,7 +253,7 @@ def test_symbolic_bc_beats_predicting_no_motion_on_held_out_episodes(episodes):
     """The BC recipe beyond the baselines' on symbolic states (any trial as the query, every real step of it a query)
     trained on 24 episodes: the BC loss of 8 held-out ones falls below predicting no motion (the baselines' pixel heads
     on a frozen ATC encoder never did: 0.70 -> 0.76). On pixels through the cell encoder the BC loss starts falling only
-    after some 700 steps of batch 16 (benchmarks/results/bib_learners_cpu/cells), too long for this suite; fine-tuning
+    after some 700 steps of batch 16 (RESULTS.md, the cell encoder), too long for this suite; fine-tuning
     the committed pixel encoder is tested below."""
     config = BCConfig(batch_size=8, lr=1e-3, dropout=0.0, context_pairs=8, query_steps=0, query_trial="any")
     learner = BCLearner(dataclasses.replace(config, inputs="symbolic"))
@@ -262,13 +261,15 @@ def test_symbolic_bc_beats_predicting_no_motion_on_held_out_episodes(episodes):
     assert before > 0.9 * still and after < 0.85 * still, (before, after, still)
 
 
-CELL_RUN = Path(__file__).parents[1] / "benchmarks/results/bib_learners_cpu/cells/skp-mlp-s1"
+#: the pixel BC-MLP's pretrained model (``jaxsoc.models``: RESULTS.md's cell-encoder run, seed 1), whose cell encoder
+#: ``--encoder model:NAME`` takes
+CELL_RUN = "model:bib-bc-mlp-pixels"
 
 
 def test_fine_tuning_the_committed_pixel_encoder_beats_predicting_no_motion_on_held_out_episodes(episodes):
-    """On pixels: the committed cell encoder (``CELL_RUN``'s, ``--encoder RUN``) under fresh heads, fine-tuned end to
-    end for 60 steps of batch 8 on 24 episodes: the BC loss of 8 held-out ones falls from above predicting no motion
-    to well below it (about 0.68 -> 0.42 against 0.62 on this set). The encoder moves."""
+    """On pixels: the pretrained cell encoder (``CELL_RUN``'s, ``--encoder model:NAME``) under fresh heads, fine-tuned
+    end to end for 60 steps of batch 8 on 24 episodes: the BC loss of 8 held-out ones falls from above predicting no
+    motion to well below it (about 0.68 -> 0.42 against 0.62 on this set). The encoder moves."""
     encoder = run.encoder_from(CELL_RUN)
     config = BCConfig(
         batch_size=8, lr=1e-3, dropout=0.0, context_pairs=8, query_steps=4, query_trial="any", encoder="cells"
@@ -281,11 +282,11 @@ def test_fine_tuning_the_committed_pixel_encoder_beats_predicting_no_motion_on_h
 
 def test_later_config_fields_keep_older_runs_restorable():
     """A field added after runs were committed is written only when it is not its default, so the config of a
-    run made before it (and its checkpoint's metadata) still matches."""
+    run made before it (and its checkpoint's metadata, copied into its pretrained model's card) still matches."""
     assert "encoder" not in BCConfig().to_dict() and "cell_channels" not in BCConfig().to_dict()
     assert BCConfig(encoder="cells").to_dict()["encoder"] == "cells"
-    committed = Path(__file__).parents[1] / "benchmarks/results/bib_learners_cpu/finetune/sym-mlp"
-    _, states, info = run.load(committed)  # made before ``encoder``; its checkpoint's metadata lacks it
+    committed = "model:bib-bc-mlp-symbolic"  # the run sym-mlp, made before ``encoder``: its config lacks it
+    _, states, info = run.load(committed)
     assert "encoder" not in info["config"] and int(jax.tree.leaves(states.params)[0].shape[0]) == info["seeds"]
 
 

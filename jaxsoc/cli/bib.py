@@ -214,22 +214,28 @@ def cmd_probe(args) -> int:
     split); prints a table and writes ``probe.{json,md}`` to ``--out``."""
     from jaxsoc.learners.bib import bc, probe, run
     from jaxsoc.learners.bib import data as D
+    from jaxsoc.learners.bib import models as bib_models
     from jaxsoc.learners.run_log import write_json
 
     require_positive(args, "episodes", "per_episode")
-    infos = {path: run.read_info(path) for path in args.run}
+    encoders = [path for path in args.run if bib_models.is_encoder(path)]
+    infos = {path: run.read_info(path) for path in args.run if path not in encoders}
     for path, info in infos.items():
         if info["kind"] not in ("bib-bc-mlp", "bib-bc-rnn"):
-            raise ValueError(f"{path} is a {info['kind']} run; bib probe takes bc runs")
+            raise ValueError(f"{path} is a {info['kind']} run; bib probe takes bc runs or encoder models")
     if args.episodes < 5:
         raise ValueError(f"--episodes {args.episodes}: at least 5, for a validation episode")
     train, validation = D.background(seed=args.data_seed, episodes=args.episodes)
     random = bc.BCLearner(bc.BCConfig())
     rows = {"random encoder (untrained)": probe.probe(random, random.init(jax.random.key(0)).params, train, validation)}
     for path in args.run:
+        if path in encoders:
+            learner, params = bib_models.encoder_learner(path)
+            rows[f"{path} (encoder)"] = probe.probe(learner, params, train, validation, args.per_episode)
+            continue
         learner, states, info = run.load(path)
         params = _one(learner.final_params(states), 0)
-        rows[f"{Path(path).name} ({info['kind']})"] = probe.probe(learner, params, train, validation)
+        rows[f"{Path(path).name} ({info['kind']})"] = probe.probe(learner, params, train, validation, args.per_episode)
     actions, valid = D.step_actions(validation), D.step_valid(validation)
     still = float(np.sum(np.mean(np.asarray(actions) ** 2, -1) * np.asarray(valid)) / np.sum(np.asarray(valid)))
     lines = ["| states | agent's cell | action |", "|---|---:|---:|"]
@@ -288,7 +294,9 @@ def add_parser(sub) -> None:
     evaluate = verbs.add_parser(
         "eval", help="VOE accuracy of trained observers (RUN ...) or the reference ones, next to the paper's Table 1"
     )
-    evaluate.add_argument("run", nargs="*", help="runs of jaxsoc train bib-bc-mlp|bib-bc-rnn|bib-video-rnn")
+    evaluate.add_argument(
+        "run", nargs="*", help="runs of jaxsoc train bib-bc-mlp|bib-bc-rnn|bib-video-rnn, or model:NAME (observers)"
+    )
     evaluate.add_argument("--no-reference", action="store_true", help="with runs: leave out the reference observers")
     evaluate.add_argument("--observer", choices=["all", *OBSERVERS], default="all")
     evaluate.add_argument("--data", help="a dataset root with evaluation/<type>/ files (generated or BIB's own)")
@@ -305,7 +313,9 @@ def add_parser(sub) -> None:
     evaluate.set_defaults(func=clear_errors(cmd_eval), compact=True)
 
     probes = verbs.add_parser("probe", help="linear probes of BC runs' states: the agent's cell and its action")
-    probes.add_argument("run", nargs="+", help="runs of jaxsoc train bib-bc-mlp|bib-bc-rnn")
+    probes.add_argument(
+        "run", nargs="+", help="runs of jaxsoc train bib-bc-mlp|bib-bc-rnn (or model:NAME), or model:NAME of an encoder"
+    )
     probes.add_argument("--episodes", type=int, default=400, help="generated background episodes (80/20 split)")
     probes.add_argument("--per-episode", type=int, default=4, help="frames drawn per episode")
     probes.add_argument("--data-seed", type=int, default=1)

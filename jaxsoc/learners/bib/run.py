@@ -202,9 +202,15 @@ def encoder_from(run: str | Path) -> Any:
     """Returns the encoder parameters of seed 0 of an ATC run or of a BC run on pixels (its SWA mean when the run
     uses SWA); the learner that takes them checks that they fit its encoder.
 
+    ``run`` may be ``model:NAME``: an encoder model (``learners.bib.models``) or a pixel observer model.
+
     Raises:
-        ValueError: ``run`` is not a finished ``bib-atc`` or pixel ``bib-bc-*`` run.
+        ValueError: ``run`` is not a finished ``bib-atc`` or pixel ``bib-bc-*`` run (or such a model).
     """
+    from jaxsoc import models
+
+    if models.ref_name(run) is not None and models.info(run).kind == "encoder":
+        return models.load(run, "encoder", "bib")
     learner, states, info = load(run)
     if info["kind"] not in ("bib-atc", "bib-bc-mlp", "bib-bc-rnn") or info["config"].get("inputs") == "symbolic":
         raise ValueError(f"{run} is a {info['kind']} run; --encoder takes a bib-atc run or a BC run on pixels")
@@ -262,7 +268,7 @@ def train(
         "seeds": seeds,
         "seed": seed,
         "data": source,
-        "encoder": None if encoder is None else str(Path(encoder).absolute()),
+        "encoder": None if encoder is None else _encoder_name(encoder),
     }
     info = {"kind": kind, "config": config.to_dict(), **options}
     derived = {"train_episodes": n_train, "validation_episodes": n_val, "batch": batch, "steps_per_epoch": steps}
@@ -323,6 +329,13 @@ def train(
     return summary
 
 
+def _encoder_name(encoder: str | Path) -> str:
+    """What ``run.json`` records of ``--encoder``: ``model:NAME`` as given, a run directory as an absolute path."""
+    from jaxsoc import models
+
+    return str(encoder) if models.ref_name(encoder) is not None else str(Path(encoder).absolute())
+
+
 #: what ``run.json`` holds besides ``kind`` and ``config`` (``train``'s options)
 RUN_OPTIONS = ("seeds", "seed", "data", "encoder")
 
@@ -331,11 +344,17 @@ def read_info(run: str | Path) -> dict[str, Any]:
     """Returns the ``run.json`` of a BIB run directory after checking it, without reading the checkpoint or
     creating anything: a dict with ``kind`` (``KINDS``), ``config`` and ``RUN_OPTIONS``.
 
+    ``run`` may be ``model:NAME`` (an observer model, ``learners.bib.models``): the ``run.json`` its card copied.
+
     Raises:
         ValueError: naming the directory or file: no such directory, no ``run.json``, unreadable JSON, an
             unknown kind, a missing field, a bad config or seed count, no checkpoint saved yet, or an unreadable
-            checkpoint meta or one of another kind (the arrays are read by ``load``).
+            checkpoint meta or one of another kind (the arrays are read by ``load``); a model of another kind.
     """
+    from jaxsoc import models
+
+    if models.ref_name(run) is not None:  # the run.json its card copied
+        return models.open_ref(run, "observer", "bib", arrays=False)[0].spec["files"][RUN_JSON]
     run = Path(run)
     path = run / RUN_JSON
     if not run.is_dir():
@@ -375,18 +394,21 @@ def read_info(run: str | Path) -> dict[str, Any]:
 
 
 def load(run: str | Path) -> tuple[Learner, Any, dict[str, Any]]:
-    """Returns ``(learner, states, info)`` of a run directory: its learner, the newest checkpoint's states
-    (seeds on the leading axis) and ``run.json``.
+    """Returns ``(learner, states, info)`` of a run directory (or of ``model:NAME``, an observer model): its
+    learner, the newest checkpoint's states (seeds on the leading axis) and ``run.json``.
 
     Raises:
         ValueError: not a BIB run directory (``read_info``), no checkpoint, or a checkpoint that does not match
-            the run.
+            the run; a model of another kind, or one whose arrays do not fit its network.
     """
+    from jaxsoc import models
+
+    if models.ref_name(run) is not None:
+        return models.load(run, "observer", "bib")
     info = read_info(run)
     kind = info["kind"]
     config = _config_from(kind, info["config"])
-    learner = make_learner(kind, config) if kind == "bib-atc" else _observer(kind, config)
-    template = jax.eval_shape(jax.vmap(learner.init), seed_keys(info["seed"], info["seeds"]))
+    learner, template = restore_template(info)
     template = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), template)
     options = {name: info[name] for name in RUN_OPTIONS}
     checkpointer = _checkpointer(Path(run), kind, config, options)
@@ -397,6 +419,15 @@ def load(run: str | Path) -> tuple[Learner, Any, dict[str, Any]]:
     finally:
         checkpointer.close()
     return learner, states, info
+
+
+def restore_template(info: dict[str, Any]) -> tuple[Learner, Any]:
+    """Returns ``(learner, template)`` of a run's ``run.json`` ``info``: the learner to restore it into and the
+    shapes of its states (``jax.ShapeDtypeStruct`` s, seeds on the leading axis)."""
+    kind = info["kind"]
+    config = _config_from(kind, info["config"])
+    learner = make_learner(kind, config) if kind == "bib-atc" else _observer(kind, config)
+    return learner, jax.eval_shape(jax.vmap(learner.init), seed_keys(info["seed"], info["seeds"]))
 
 
 def _observer(kind: str, config) -> Learner:
