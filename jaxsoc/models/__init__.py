@@ -307,10 +307,20 @@ def export(
     return card
 
 
+def _short(description: str) -> str:
+    """The head of a card's description: up to its first ``; ``, ``: ``, `` (`` or sentence end."""
+    cut = min((i for i in (description.find(m) for m in ("; ", ": ", " (", ". ")) if i > 0), default=len(description))
+    return description[:cut].rstrip(".")
+
+
 def table(cards: Iterable[Card] | None = None) -> str:
-    """Returns a markdown table of ``cards`` (default every stored model): name, family/kind, what it is, its
-    headline figure (mean ± SE, episodes) and its parameters' size in KB (the README's "Pretrained models")."""
-    rows = ["| name | family / kind | what it is | figure (`jaxsoc models eval NAME`) | KB |", "|---|---|---|---|---:|"]
+    """Returns a markdown table of ``cards`` (default every stored model): name, family/kind, what it is (the head of
+    its description), its env ids, its headline figure (value ± SE, episodes) and its parameters' size in KB (the
+    README's "Pretrained models")."""
+    rows = [
+        "| name | family / kind | what it is | env | figure (`jaxsoc models eval NAME`) | KB |",
+        "|---|---|---|---|---|---:|",
+    ]
     for card in list() if cards is None else cards:
         headline = card.headline()
         figure = "-"
@@ -319,8 +329,11 @@ def table(cards: Iterable[Card] | None = None) -> str:
             se = f" ± {value['se']:.3f}" if value.get("se") else ""
             episodes = f" ({int(value['episodes'])} episodes)" if value.get("episodes") else ""
             figure = f"{metric} {value['value']:.3f}{se}{episodes}"
-        what = card.description.split(". ")[0].rstrip(".")
-        rows.append(f"| `{card.name}` | {card.family} / {card.kind} | {what} | {figure} | {card.bytes / 1024:.0f} |")
+        envs = ", ".join(f"`{env_id}`" for env_id in card.env_ids) or "-"
+        rows.append(
+            f"| `{card.name}` | {card.family} / {card.kind} | {_short(card.description)} | {envs} | {figure} | "
+            f"{card.bytes / 1024:.0f} |"
+        )
     return "\n".join(rows)
 
 
