@@ -10,6 +10,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from jaxsoc.learners.run_log import save_figure  # noqa: E402
+
 
 def rows(path):
     with open(path) as f:
@@ -32,7 +34,7 @@ def main() -> None:
     b.legend()
     fig.suptitle("CHAIC options helper: warm start, then PPO")
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
+    save_figure(fig, out, dpi=100)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import numpy as np
 from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.learners.chaic.evaluation import evaluate, read_results
 from jaxsoc.learners.chaic.ppo_helper import load_ppo_helper
+from jaxsoc.learners.run_log import save_figure
 
 
 def main() -> None:
@@ -66,7 +67,7 @@ def main() -> None:
     ax.set_ylabel("mean TR, 8 tasks x 12 test episodes")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(f"{args.out}.png", dpi=100)
+    save_figure(fig, f"{args.out}.png", dpi=100)
 
 
 if __name__ == "__main__":

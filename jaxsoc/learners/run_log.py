@@ -36,6 +36,21 @@ def read_run_json(run: str | Path, kind: str) -> dict[str, Any]:
     return info
 
 
+def save_figure(fig: Any, path: str | Path, dpi: int = 110) -> Path:
+    """Writes matplotlib figure ``fig`` to ``path`` as a 256-colour PNG (a curve's few colours quantised by Pillow:
+    a third of matplotlib's RGBA file, so committed runs keep the tree small) and returns the path."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    buffer.seek(0)
+    image = Image.open(buffer).convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    image.save(path, format="PNG", optimize=True)
+    return Path(path)
+
+
 def write_json(path: Path, value: Any) -> None:
     """Writes ``value`` as indented JSON to ``path`` atomically (a temporary file, then a rename); values JSON
     does not know are written as ``str``."""
@@ -152,6 +167,6 @@ def plot_curves(rows: list[dict[str, Any]], path: Path, x: str, curves: tuple[st
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     plt.close(fig)
     return path

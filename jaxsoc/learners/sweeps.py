@@ -89,6 +89,7 @@ from jaxsoc.learners.bc import (
 from jaxsoc.learners.evaluate import evaluate
 from jaxsoc.learners.networks import preset
 from jaxsoc.learners.ppo import PPOConfig, trainer_for
+from jaxsoc.learners.run_log import save_figure
 from jaxsoc.learners.sweep_reference import (  # noqa: F401 (the protocol's names)
     RL_WINDOW,
     Column,
@@ -658,7 +659,7 @@ def plot_results(results: list[dict[str, Any]], path: str | Path) -> Path:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return Path(path)
 

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsoc.envs.bib.tasks import EVALUATION as EVAL_TYPES  # the nine types, in the order of Table 1
+from jaxsoc.learners.run_log import save_figure
 
 EFFICIENT_AVERAGE = "efficient_action_average"
 INSTRUMENTAL_AVERAGE = "instrumental_action_average"
@@ -293,7 +294,7 @@ def bar_plot(results: Mapping[str, Mapping[str, float]], path: str | Path, title
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from jaxsoc.envs.chaic import catalogue as K
 from jaxsoc.envs.chaic.episode import HELPERS, RULE_HELPERS, rule_helper
+from jaxsoc.learners.run_log import save_figure
 
 __all__ = [
     "HELPERS",
@@ -205,7 +206,7 @@ def plot(results: dict, path: Path) -> Path:
     ax.set_title("CHAIC: jaxsoc (bars, standard error) and the paper (dots)")
     ax.legend(fontsize=7, ncols=len(helpers))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 

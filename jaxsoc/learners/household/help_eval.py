@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsoc.learners.run_log import save_figure
+
 HELPERS = ("alice-alone", "hp", "hp-tg", "hprg", "hybrid", "hrl", "random", "oracle-b", "oracle-ab")
 #: helpers given the goal inferred from the paired demonstration (``--watch RUN``), as the paper's HP, Hybrid, HRL
 INFERRED = ("hp", "hybrid", "hrl")
@@ -116,7 +118,7 @@ def plot_help(results: dict, path: Path) -> None:
     ax.set_ylabel("speedup (L_Alice / L_help - 1)")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 
