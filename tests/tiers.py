@@ -585,6 +585,13 @@ SHARED_SCOPES = {
 #: a 2-core host without AVX-512, counting only the tests still in the CI tier; a stale figure costs time, never a
 #: result
 MODULE_SECONDS = {
+    # the pretrained models' CI tiers, measured with other jobs on the machine on 2026-12-07
+    "tests/test_models_household.py": 57,
+    "tests/test_models_chaic.py": 41,
+    "tests/test_models.py": 30,
+    "tests/test_models_excalibur.py": 25,
+    "tests/test_models_bib.py": 22,
+    "tests/test_models_babyai.py": 20,
     "tests/test_bib_tasks.py": 100,
     "tests/test_adapter_gymnasium.py": 50,  # CPU seconds measured alone on 2026-12-07 (CHAIC's helper view: 25)
     "tests/test_contract_every_id.py": 70,  # measured alone on 2026-12-07, the machine shared
