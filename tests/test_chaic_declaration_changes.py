@@ -39,3 +39,16 @@ def test_a_behaviour_model_restored_under_other_heads_is_refused_naming_them(tmp
     with pytest.raises(ValueError, match="classes"):
         grown.restore({"w": jnp.zeros(3)})
     grown.close()
+
+
+def test_a_shipped_behaviour_model_loaded_under_other_heads_is_refused_naming_them(monkeypatch):
+    assert bm_run.load("model:chaic-bm")[0] == bm_run.config_of(
+        bm_run.models.info("chaic-bm").spec["files"]["run.json"], "chaic-bm"
+    )
+    monkeypatch.setattr(bm_run, "CONSTRAINTS", (*bm_run.CONSTRAINTS, "new_ability"))
+    with pytest.raises(ValueError, match="heads differ from this CHAIC: constraints: model"):
+        bm_run.load("model:chaic-bm")
+    monkeypatch.setattr(bm_run, "CONSTRAINTS", bm_run.CONSTRAINTS[:-1])
+    monkeypatch.setattr(bm_run.K, "NUM_CLASSES", K.NUM_CLASSES + 1)
+    with pytest.raises(ValueError, match="classes: model"):
+        bm_run.load("model:chaic-bm")

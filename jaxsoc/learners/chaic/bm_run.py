@@ -7,6 +7,7 @@ it: ``run.json``, ``metrics.csv`` / ``metrics.json``, ``curves.png``, ``report.j
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +75,21 @@ def from_model(card: models.Card, tree: Any) -> tuple[BMConfig, Any]:
     run's ``run.json``, the stored parameters checked against the model that config builds (``models.fit``).
 
     Raises:
-        ValueError: a card without a ``chaic-bm`` run's config, or arrays that do not fit its model (named).
+        ValueError: a card without a ``chaic-bm`` run's config, heads (classes, constraints, features) other than
+            this CHAIC declares (named: a task or ability added since), or arrays that do not fit its model.
     """
     info = card.spec.get("files", {}).get(RUN_JSON, {})
     if info.get("kind") != KIND:
         raise ValueError(f"{card.path}: not a {KIND} model (its spec has no {KIND} {RUN_JSON})")
     config = config_of(info, str(card.path))
+    saved, current = card.spec.get("meta", {}).get("model_config", {}), _model_meta(config)
+    changed = [
+        f"{name}: model {saved.get(name)!r}, this jaxsoc {current[name]!r}"
+        for name in current
+        if name in saved and json.loads(json.dumps(current[name])) != saved[name]
+    ]
+    if changed:  # a task or ability added since the model was trained grows its heads
+        raise ValueError(f"{card.path}: the behaviour model's heads differ from this CHAIC: " + "; ".join(changed))
     return config, models.fit(template(config), tree, card, keep=("params",))["params"]
 
 
