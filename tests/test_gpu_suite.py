@@ -339,8 +339,8 @@ def test_trainer_program_times_the_updates_and_projects_the_hours():
 
 def test_learner_variants_are_measured_under_their_own_keys():
     """The learner parts' variants (the toy runs leave them out: each is another compile): the options view's
-    (``rooms=true``, the committed behaviour model as partner) and BIB's cell encoder, keyed apart from the plain
-    rows, with configs that build."""
+    (``rooms=true``, the shipped behaviour model ``model:chaic-bm`` as partner) and BIB's cell encoder, keyed apart
+    from the plain rows, with configs that build."""
     from jaxsoc.gpu_suite import bib_learners, chaic_learners
     from jaxsoc.learners.bib import run
 
@@ -349,7 +349,10 @@ def test_learner_variants_are_measured_under_their_own_keys():
     keys = {args: chaic_learners._ppo_program(2, 2, 1, 1, options=True, env_args=args).key for args in variants}
     assert len(set(keys.values())) == len(variants) == 3 and "|" not in keys[""].split("updates=")[1]
     partner = next(args for args in variants if args.startswith("partner_run="))
-    assert (ROOT / partner.split("=", 1)[1] / "run.json").is_file()  # the committed behaviour model
+    from jaxsoc import models
+
+    card = models.info(partner.split("=", 1)[1])  # the shipped behaviour model, by name
+    assert (card.family, card.kind) == ("chaic", "bm")
     assert (
         "bib-bc-mlp:cells" in params["bib_learners"]["kinds"]
         and bib_learners.run_kind("bib-bc-mlp:cells") == "bib-bc-mlp"
