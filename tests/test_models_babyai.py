@@ -71,9 +71,9 @@ def test_an_unknown_name_a_model_of_another_kind_and_a_card_without_a_policy_are
     assert "holds no policy checkpoint" in err and str(path) in err, err
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n == QUICKSTART else pytest.mark.slow) for n in NAMES])
 def test_each_models_recorded_evaluation_reproduces(name):
+    """The quick start's model is re-scored in CI (256 levels: seconds); the others in the slow tier."""
     recorded = models.info(name).evaluation["figures"]
     measured = models.evaluate(name)
     for metric in ("success_rate", "greedy_success_rate"):
