@@ -1,7 +1,7 @@
 """BabyAI's pretrained models (issue 60): the quick start's PPO agent, a GoTo-level PPO agent and a behaviour-cloning
 agent, each a ``babyai/policy`` model (``learners.policy``). CI: every model loads by name into what ``load_policy``
 returns and acts; ``jaxsoc eval model:NAME`` scores one; an unknown name, a model of another kind and a card that
-holds no policy are refused with what is wrong. Slow: each model's recorded evaluation reproduces within its SE."""
+holds no policy are refused with what is wrong. The re-scores of every model are in ``tests/test_models.py``."""
 
 from __future__ import annotations
 
@@ -69,12 +69,3 @@ def test_an_unknown_name_a_model_of_another_kind_and_a_card_without_a_policy_are
     assert main(["--no-compile-cache", "eval", f"model:{path}", "--episodes", "8"]) == 2
     err = capsys.readouterr().err
     assert "holds no policy checkpoint" in err and str(path) in err, err
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n == QUICKSTART else pytest.mark.slow) for n in NAMES])
-def test_each_models_recorded_evaluation_reproduces(name):
-    """The quick start's model is re-scored in CI (256 levels: seconds); the others in the slow tier."""
-    recorded = models.info(name).evaluation["figures"]
-    measured = models.evaluate(name)
-    for metric in ("success_rate", "greedy_success_rate"):
-        assert models.agrees(recorded[metric], measured[metric]), (name, metric, recorded[metric], measured[metric])
