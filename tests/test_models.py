@@ -185,6 +185,15 @@ def test_an_unknown_model_name_lists_the_closest(monkeypatch, exported):
     assert [card.name for card in models.list()] == ["test-policy"]
 
 
+def test_an_evaluation_argument_the_kind_does_not_take_is_refused_naming_those_it_takes(capsys):
+    from jaxsoc.cli import main
+
+    with pytest.raises(ValueError, match=r"household/watch models' evaluation takes no \['episodes'\]; it takes \["):
+        models.evaluate("wah-watch", episodes=3)
+    assert main(["--no-compile-cache", "models", "eval", "wah-watch", "--episodes", "3"]) == 2
+    assert "takes no ['episodes']" in capsys.readouterr().err
+
+
 def test_an_unknown_kind_is_refused_naming_the_declared_ones(run, tmp_path):
     with pytest.raises(ValueError, match=r"no model kind babyai/nope; declared: \[.*'babyai/policy'"):
         models.export(run[0], "x", "babyai", "nope", description="x", store=tmp_path)

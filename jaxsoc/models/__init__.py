@@ -156,11 +156,18 @@ def load(name: str, kind: str | tuple[str, ...] | None = None, family: str | Non
 def evaluate(name: str, **overrides: Any) -> dict[str, dict[str, float]]:
     """Returns ``{metric: {"value", "se", "episodes"}}``: the model's recorded evaluation run again (the kind's
     ``evaluate`` with the card's ``evaluation.args`` updated by ``overrides``, e.g. ``seed=`` for held-out
-    episodes)."""
+    episodes; None values are ignored). Raises ``ValueError`` for an override the kind's evaluation does not take,
+    naming those it takes."""
+    import inspect
+
     card = info(name)
-    args = {**card.evaluation.get("args", {}), **{k: v for k, v in overrides.items() if v is not None}}
-    ref = ref_of(card)
-    figures = kind_of(card.family, card.kind).evaluate_function()(ref, **args)
+    given = {k: v for k, v in overrides.items() if v is not None}
+    function = kind_of(card.family, card.kind).evaluate_function()
+    accepted = [p for p in inspect.signature(function).parameters if p != "ref"]
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        raise ValueError(f"{card.family}/{card.kind} models' evaluation takes no {unknown}; it takes {accepted}")
+    figures = function(ref_of(card), **{**card.evaluation.get("args", {}), **given})
     return {metric: _figure(value) for metric, value in figures.items()}
 
 
