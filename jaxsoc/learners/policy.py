@@ -154,12 +154,8 @@ def evaluate_policy_model(
     env, params, model, variables = load_policy(ref, env_id)
     result = evaluate_sampled_and_greedy(env, params, model, variables, episodes, seed=seed)
     n = int(result["episodes"])
-
-    def rate(p: float) -> dict[str, float]:
-        return {"value": float(p), "se": float((p * (1 - p) / max(n - 1, 1)) ** 0.5), "episodes": n}
-
     return {
-        "success_rate": rate(result["success_rate"]),
-        "greedy_success_rate": rate(result["greedy_success_rate"]),
+        "success_rate": models.rate(result["success_rate"], n),
+        "greedy_success_rate": models.rate(result["greedy_success_rate"], n),
         "mean_return": {"value": float(result["mean_return"]), "episodes": n},
     }

@@ -37,7 +37,7 @@ PARAMETER_KEYS = ("params", "batch_stats")
 
 __all__ = [
     "Card", "ModelFileError", "PREFIX", "STORE", "UnknownModel", "evaluate", "export", "fit", "info", "kind_of",
-    "list", "load", "open_ref", "ref_name", "ref_of", "snapshot_run", "table",
+    "list", "load", "open_ref", "ref_name", "ref_of", "figure", "rate", "snapshot_run", "table",
 ]  # fmt: skip
 
 
@@ -169,6 +169,19 @@ def evaluate(name: str, **overrides: Any) -> dict[str, dict[str, float]]:
         raise ValueError(f"{card.family}/{card.kind} models' evaluation takes no {unknown}; it takes {accepted}")
     figures = function(ref_of(card), **{**card.evaluation.get("args", {}), **given})
     return {metric: _figure(value) for metric, value in figures.items()}
+
+
+def figure(value: float, se: float = 0.0, episodes: int | None = None) -> dict[str, float]:
+    """Returns a recorded figure, ``{"value", "se", "episodes"}`` (``episodes`` left out when None), as every kind's
+    ``evaluate`` reports one."""
+    out = {"value": float(value), "se": float(se)}
+    return out if episodes is None else {**out, "episodes": int(episodes)}
+
+
+def rate(p: float, n: int, episodes: int | None = None) -> dict[str, float]:
+    """Returns the ``figure`` of a success rate ``p`` over ``n`` trials, with its binomial standard error
+    ``sqrt(p (1 - p) / (n - 1))``; ``episodes`` (default ``n``) when the trials are not the episodes."""
+    return figure(p, math.sqrt(float(p) * (1 - float(p)) / max(n - 1, 1)), n if episodes is None else episodes)
 
 
 def _figure(value: Any) -> dict[str, float]:

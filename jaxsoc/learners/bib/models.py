@@ -217,7 +217,4 @@ def evaluate_encoder(ref: str, episodes: int = 400, seed: int = 1, per_episode: 
     learner, params = encoder_learner(ref)
     accuracy = probe.probe(learner, params, train, validation, per_episode)
     n = D.num_episodes(validation) * per_episode
-    return {
-        name: {"value": float(p), "se": math.sqrt(p * (1 - p) / (n - 1)), "episodes": D.num_episodes(validation)}
-        for name, p in accuracy.items()
-    }
+    return {name: models.rate(p, n, episodes=D.num_episodes(validation)) for name, p in accuracy.items()}

@@ -84,11 +84,7 @@ def evaluate_bm(
     return {
         "goal_jaccard": {"value": summary["goal_jaccard"], "se": _se(jaccard), "episodes": n},
         "micro_f1": {"value": summary["micro_f1"], "se": float(np.std(f1, ddof=1)), "episodes": n},
-        "constraint_accuracy": {
-            "value": accuracy,
-            "se": float(np.sqrt(accuracy * (1 - accuracy) / max(n - 1, 1))),
-            "episodes": n,
-        },
+        "constraint_accuracy": models.rate(accuracy, n),
     }
 
 

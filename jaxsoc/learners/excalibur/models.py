@@ -106,8 +106,7 @@ def evaluate_answerer_model(
     houses = bank.cached_bank(split, bank_seed, H.preset(house))
     questions = int(np.asarray(houses.num_questions).sum())
     for name, value in ANS.bank_accuracy(model, variables, houses).items():
-        se = (value * (1 - value) / max(questions - 1, 1)) ** 0.5
-        out[f"test_{name}"] = {"value": value, "se": se, "episodes": questions}
+        out[f"test_{name}"] = models.rate(value, questions)
     return out
 
 

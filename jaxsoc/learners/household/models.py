@@ -112,10 +112,6 @@ def load_hrl_low(card: models.Card, tree: Any) -> tuple[Any, dict[str, Any], Any
 # -- evaluation --------------------------------------------------------------------------------------------------
 
 
-def _figure(value: float, se: float, episodes: int) -> dict[str, float]:
-    return {"value": float(value), "se": float(se), "episodes": int(episodes)}
-
-
 _RECORDED: dict[tuple[int, int, int], Path] = {}  # (task_seed, seed, simulations) -> this process's recordings
 
 
@@ -191,7 +187,7 @@ def evaluate_watch(
         pred = WA.decode(watch_run.goal_logits(loaded, paired), "argmax")
         scored = ratio_scores(pred, paired.tasks.states.goal_count)
         for name in ("f1", "precision", "recall"):  # F1 first: the card's headline
-            out[f"{split}_{name}"] = _figure(*scored[name], len(paired))
+            out[f"{split}_{name}"] = models.figure(*scored[name], len(paired))
     return out
 
 
@@ -223,8 +219,8 @@ def evaluate_hybrid(
     row = record["results"]["hybrid"]["all"]
     tasks = row["tasks"]
     return {
-        f"{split}_speedup": _figure(*row["speedup"], tasks * seeds),
-        f"{split}_success": _figure(*row["helped_success"], tasks * seeds),
+        f"{split}_speedup": models.figure(*row["speedup"], tasks * seeds),
+        f"{split}_success": models.figure(*row["helped_success"], tasks * seeds),
     }
 
 
@@ -248,5 +244,5 @@ def evaluate_hrl_low(
             continue
         params = config.params("put", split).replace(max_steps=config.eval_steps)
         share = subgoal_success(policy, variables, params, episodes, seed=seed)["achieved"]
-        out[f"achieved_{name}"] = _figure(share, np.sqrt(share * (1 - share) / episodes), episodes)
+        out[f"achieved_{name}"] = models.figure(share, np.sqrt(share * (1 - share) / episodes), episodes)
     return out
