@@ -295,6 +295,7 @@ def add_goals_parser(verbs) -> None:
 
 def add_parser(sub) -> None:
     """Adds ``jaxsoc household {tasks,render,eval,demos}`` to the ``jaxsoc`` command's subparsers."""
+    from jaxsoc.envs.household.agents.demos import SPLITS as DEMO_SPLITS
     from jaxsoc.envs.household.tasks import SPLITS
 
     household = sub.add_parser("household", help="Watch-And-Help's household: task sets and episode GIFs")
@@ -365,7 +366,7 @@ def add_parser(sub) -> None:
     evaluate.set_defaults(func=clear_errors(cmd_eval))
 
     demos = verbs.add_parser("demos", help="the Watch stage: record Alice-alone demonstrations of a task set")
-    demos.add_argument("--split", choices=["train", "extra", "test-1", "test-2"], default="train")
+    demos.add_argument("--split", choices=list(DEMO_SPLITS), default="train")
     demos.add_argument("--out", required=True, help="directory for <split>.npz")
     demos.add_argument(
         "--episodes",

@@ -5,7 +5,9 @@ living room) on cells of a small grid (``SHAPES``), rectangles of random widths 
 random spanning tree of the rooms' shared walls (plus, in a square plan, sometimes a fourth door making a
 loop), and each room's furniture placed greedily along its walls (tables and coffee tables in the middle),
 never overlapping each other or a doorway. ``APARTMENTS`` are the seven fixed layouts of the benchmark
-(the paper's count): 0, 1, 2, 4 and 5 for training, 3 and 6 held out for the test sets (the original's split).
+(the paper's count): 0, 1, 2, 4 and 5 are the paper's training apartments (``SEEN_APARTMENTS``), 3 and 6 held out
+for the test sets (the original's split). jaxsoc holds apartment 5 out of training as well, for the validation set
+(``VALIDATION_APARTMENTS``, shaped like the test shift), so training tasks use 0, 1, 2 and 4 (``TRAIN_APARTMENTS``).
 Like the original's apartments 1 and 6 they have no dishwasher there; in apartment 2 nothing starts on the
 kitchen table (the original's placement rule). Tasks populate the furniture afresh (``tasks.py``).
 """
@@ -22,7 +24,13 @@ from jaxsoc.envs.household import classes as C
 NUM_ROOMS = 4
 MAX_DOORS = 4
 MAX_FURNITURE = 32
-TRAIN_APARTMENTS = (0, 1, 2, 4, 5)
+#: the paper's five training apartments: where the test sets' paired Watch demonstrations are drawn
+SEEN_APARTMENTS = (0, 1, 2, 4, 5)
+#: held out of training for the validation set (it has a dishwasher, so every activity fits)
+VALIDATION_APARTMENTS = (5,)
+#: where training tasks (``train``, the Watch stage's ``extra``) are drawn: the seen ones but validation's
+TRAIN_APARTMENTS = (0, 1, 2, 4)
+#: held out for the test sets
 TEST_APARTMENTS = (3, 6)
 
 #: room cells (column, row) in the order bathroom, bedroom, kitchen, living room (before shuffling)

@@ -7,10 +7,15 @@ class (so goal classes have distractors) INSIDE or ON the furniture the original
 on the floor, never on or in the goal's own target for that class, a surface only while the objects on it
 cover less than half of it: ``check_placeable``), and puts the two characters in two distinct rooms.
 
-``make_split(split, seed)`` builds the three sets of the paper reproducibly: ``train`` (1,011 tasks in the
-5 training apartments, activities in turn), ``test-1`` (100 tasks in the 2 held-out apartments, 20 per
-activity, goals distinct and never used in ``train``) and ``test-2`` (100 tasks whose goals mix the predicates
-of two activities, 10 per pair). ``save``/``load`` write and read them as ``.npz`` files.
+``make_split(split, seed)`` builds the paper's three sets and a validation set reproducibly: ``train`` (1,011
+tasks in 4 of the paper's 5 training apartments, ``apartments.TRAIN_APARTMENTS``, activities in turn, no goal
+of ``test-1`` or ``validation``), ``validation`` (100 tasks in the training apartment jaxsoc holds out,
+``apartments.VALIDATION_APARTMENTS``: 50 single-activity goals, 10 per activity, and 50 goals mixing two
+activities, 5 per pair; goals distinct and never in ``train``, ``test-1`` or ``test-2``: the test shift in
+miniature, for model selection), ``test-1`` (100 tasks in the 2 held-out apartments, 20 per activity, goals
+distinct and never used in ``train``) and ``test-2`` (100 tasks whose goals mix the predicates of two
+activities, 10 per pair). The test sets are what they were before the validation set existed (they depend on
+neither the training nor the validation apartments). ``save``/``load`` write and read them as ``.npz`` files.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from jaxsoc.envs.household import classes as C
 from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import world as W
 
-SPLITS = {"train": 1011, "test-1": 100, "test-2": 100}
+SPLITS = {"train": 1011, "validation": 100, "test-1": 100, "test-2": 100}
 FORMAT_VERSION = 1
 #: the goal-count draws tried at once per task; the first whose totals are in range is kept
 GOAL_ATTEMPTS = 64
@@ -299,14 +304,64 @@ def _test1(seed: int) -> tuple[W.State, np.ndarray]:
     return take(states, chosen), acts[chosen]
 
 
+def _test2(seed: int) -> tuple[W.State, np.ndarray]:
+    key = jax.random.fold_in(jax.random.key(seed), 2)
+    plan = [(pair, allowed_apartments(pair, A.TEST_APARTMENTS)) for pair in _PAIRS]
+    return _candidates(key, plan, SPLITS["test-2"] // len(_PAIRS))
+
+
+def _distinct(states: W.State, groups: np.ndarray, per: int, avoid: set[bytes], name: str) -> list[int]:
+    """Returns candidate indices: the first ``per`` of each group (``groups`` int[M], in order of first
+    appearance) whose goals are distinct and not in ``avoid``. Raises ``RuntimeError`` when a group has fewer."""
+    chosen, seen = [], set(avoid)
+    for group in dict.fromkeys(groups.tolist()):
+        taken = 0
+        for i in np.flatnonzero(groups == group):
+            g = _goal_key(states.goal_count[i])
+            if g not in seen and taken < per:
+                seen.add(g)
+                chosen.append(int(i))
+                taken += 1
+        if taken < per:
+            raise RuntimeError(f"{name}: only {taken} distinct new goals for group {group}")
+    return chosen
+
+
+def _validation(seed: int) -> tuple[W.State, np.ndarray]:
+    """The validation set: in ``apartments.VALIDATION_APARTMENTS``, 10 single-activity goals per activity (like
+    test-1) then 5 two-activity goals per pair (like test-2), all distinct and none of test-1's or test-2's
+    (``train`` then avoids these). Its keys fold 5 into ``key(seed)`` (``make_split``'s other sets use 0-2, the
+    Watch stage's ``extra`` 3 and its paired tasks 4)."""
+    base = jax.random.fold_in(jax.random.key(seed), 5)
+    avoid = {_goal_key(g) for g in np.asarray(_test1(seed)[0].goal_count)}
+    avoid |= {_goal_key(g) for g in np.asarray(_test2(seed)[0].goal_count)}
+    half = SPLITS["validation"] // 2
+    single_plan = [((a, -1), allowed_apartments((a,), A.VALIDATION_APARTMENTS)) for a in range(PR.NUM_ACTIVITIES)]
+    single, single_acts = _candidates(jax.random.fold_in(base, 0), single_plan, 200)
+    keep = _distinct(single, single_acts[:, 0], half // PR.NUM_ACTIVITIES, avoid, "validation")
+    avoid |= {_goal_key(single.goal_count[i]) for i in keep}
+    mixed_plan = [(pair, allowed_apartments(pair, A.VALIDATION_APARTMENTS)) for pair in _PAIRS]
+    mixed, mixed_acts = _candidates(jax.random.fold_in(base, 1), mixed_plan, SPLITS["test-2"] // len(_PAIRS))
+    pair_id = mixed_acts[:, 0] * PR.NUM_ACTIVITIES + mixed_acts[:, 1]
+    keep_mixed = _distinct(mixed, pair_id, (SPLITS["validation"] - half) // len(_PAIRS), avoid, "validation")
+    states = jax.tree_util.tree_map(
+        lambda a, b: np.concatenate([np.asarray(a)[keep], np.asarray(b)[keep_mixed]]), single, mixed
+    )
+    return states, np.concatenate([single_acts[keep], mixed_acts[keep_mixed]])
+
+
 def make_split(split: str, seed: int = 0) -> TaskSet:
-    """Returns task set ``split`` (``SPLITS``) built reproducibly from ``seed``. ``train`` avoids every goal of
-    ``test-1`` of the same seed (the paper's unseen test goals); ``test-2`` mixes two activities per goal."""
+    """Returns task set ``split`` (``SPLITS``) built reproducibly from ``seed`` (module docstring). ``train``
+    avoids every goal of ``test-1`` (the paper's unseen test goals) and of ``validation`` of the same seed;
+    ``validation`` avoids those of both tests; ``test-2`` mixes two activities per goal."""
     _check_split(split)
     if split == "test-1":
         states, acts = _test1(seed)
+    elif split == "validation":
+        states, acts = _validation(seed)
     elif split == "train":
         test_goals = {_goal_key(g) for g in np.asarray(_test1(seed)[0].goal_count)}
+        test_goals |= {_goal_key(g) for g in np.asarray(_validation(seed)[0].goal_count)}
         key = jax.random.fold_in(jax.random.key(seed), 0)
         plan = [((a, -1), allowed_apartments((a,), A.TRAIN_APARTMENTS)) for a in range(PR.NUM_ACTIVITIES)]
         states, acts = _candidates(key, plan, 600)
@@ -317,9 +372,7 @@ def make_split(split: str, seed: int = 0) -> TaskSet:
         chosen = [per_act[t % PR.NUM_ACTIVITIES][t // PR.NUM_ACTIVITIES] for t in range(SPLITS["train"])]
         states, acts = take(states, chosen), acts[chosen]
     else:
-        key = jax.random.fold_in(jax.random.key(seed), 2)
-        plan = [(pair, allowed_apartments(pair, A.TEST_APARTMENTS)) for pair in _PAIRS]
-        states, acts = _candidates(key, plan, SPLITS["test-2"] // len(_PAIRS))
+        states, acts = _test2(seed)
     states = states.replace(task_id=np.arange(len(acts), dtype=np.int32))
     return TaskSet(
         states=jax.tree_util.tree_map(jnp.asarray, states), activities=acts.astype(np.int8), split=split, seed=seed

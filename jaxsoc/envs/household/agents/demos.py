@@ -12,8 +12,10 @@ rebuilt on the device by replaying the actions (``replay``, ``observations``, ``
   ``tasks.TaskSet`` in jitted batches and returns the ``Demos``.
 - ``split_tasks(split, ...)`` gives the tasks of the Watch stage's sets (``SPLITS``): ``train`` (the 1,011
   training tasks, ``tasks.cached_split("train")``), ``extra`` (the paper's 5,303 further demonstrations: new tasks
-  in the 5 training apartments, activities in turn, no goal of ``test-1``; ``extra_tasks``), ``test-1`` and
-  ``test-2`` (each Help task's paired demonstration: its goal in another apartment, ``paired_tasks``).
+  in the training apartments, activities in turn, no goal of ``test-1`` or ``validation``; ``extra_tasks``),
+  ``validation`` (the validation tasks themselves: their apartment and goals are already unseen in training; the
+  set model selection reads), ``test-1`` and ``test-2`` (each Help task's paired demonstration: its goal in
+  another of the paper's training apartments, ``paired_tasks``; scored once, never during training).
   ``episodes=N`` keeps N tasks: the first N of ``extra``, else ``spread_index``'s N (round-robin
   over the set's activities, so every activity is represented).
 - ``save(demos, path)`` / ``load(path, successful_only=False)``: one ``.npz`` per set (layout in ``save``).
@@ -41,7 +43,7 @@ from jaxsoc.envs.household import tasks as T
 from jaxsoc.envs.household import world as W
 from jaxsoc.envs.household.agents import agents as AG
 
-SPLITS = ("train", "extra", "test-1", "test-2")
+SPLITS = ("train", "extra", "validation", "test-1", "test-2")
 #: the paper's number of additional demonstrations in the training apartments
 EXTRA_EPISODES = 5303
 MAX_STEPS = 250
@@ -305,22 +307,26 @@ def _extra_candidates(base: jax.Array, ids: jax.Array, attempt: jax.Array, pools
 
 
 def extra_tasks(num: int = EXTRA_EPISODES, seed: int = 0) -> T.TaskSet:
-    """Returns the ``extra`` set: ``num`` new tasks in the 5 training apartments (``apartments.TRAIN_APARTMENTS``;
-    dishwasher tasks only where there is one), task ``t`` of activity ``t % 5``, none with a goal of test-1 of
-    the same ``seed`` (redrawn, at most ``EXTRA_ATTEMPTS`` times). Task ``t`` depends only on ``seed`` and ``t``,
-    so a smaller ``num`` gives a prefix of the full set. ``task_id`` is ``t``; split ``"extra"``.
+    """Returns the ``extra`` set: ``num`` new tasks in the training apartments (``apartments.TRAIN_APARTMENTS``;
+    dishwasher tasks only where there is one), task ``t`` of activity ``t % 5``, none with a goal of test-1 or of the
+    validation set of the same ``seed`` (redrawn, at most ``EXTRA_ATTEMPTS`` times). Task ``t`` depends only on ``seed``
+    and ``t``, so a smaller ``num`` gives a prefix of the full set. ``task_id`` is ``t``; split ``"extra"``.
 
     Raises:
         ValueError: ``num`` is not positive.
-        RuntimeError: a task still had a test-1 goal after ``EXTRA_ATTEMPTS`` draws.
+        RuntimeError: a task still had a held-out goal after ``EXTRA_ATTEMPTS`` draws.
     """
     if num < 1:
         raise ValueError(f"the number of extra tasks must be positive, got {num}")
-    test_goals = {g.tobytes() for g in np.asarray(T.cached_split("test-1", seed).states.goal_count, np.int8)}
+    test_goals = {
+        g.tobytes()
+        for split in ("test-1", "validation")
+        for g in np.asarray(T.cached_split(split, seed).states.goal_count, np.int8)
+    }
     lists = [T.allowed_apartments((a,), A.TRAIN_APARTMENTS) for a in range(PR.NUM_ACTIVITIES)]
     sizes = np.array([len(p) for p in lists], np.int32)
     pools = np.array([p + [p[0]] * (sizes.max() - len(p)) for p in lists], np.int32)
-    base = jax.random.fold_in(jax.random.key(seed), 3)  # make_split's sets use 0, 1 and 2
+    base = jax.random.fold_in(jax.random.key(seed), 3)  # make_split's sets use 0, 1, 2 and 5
     drawn, row = [], np.full(num, -1)  # the candidate chunks, and each task's row in their concatenation
     pending, offset = np.arange(num), 0
     chunk = min(_EXTRA_CHUNK, max(16, 1 << (num - 1).bit_length()))  # one compilation per call, small sets cheap
@@ -338,7 +344,7 @@ def extra_tasks(num: int = EXTRA_EPISODES, seed: int = 0) -> T.TaskSet:
         if not pending.size:
             break
     if pending.size:
-        raise RuntimeError(f"extra: {pending.size} tasks kept drawing test-1 goals after {EXTRA_ATTEMPTS} attempts")
+        raise RuntimeError(f"extra: {pending.size} tasks kept drawing held-out goals after {EXTRA_ATTEMPTS} attempts")
     states = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs)[row], *drawn)
     states = states.replace(task_id=np.arange(num, dtype=np.int32))
     acts = np.stack([np.arange(num) % PR.NUM_ACTIVITIES, np.full(num, -1)], 1).astype(np.int8)
@@ -351,10 +357,11 @@ def _paired(keys: jax.Array, apartments: jax.Array, activities: jax.Array, goals
 
 
 def paired_tasks(task_set: T.TaskSet, seed: int = 0) -> T.TaskSet:
-    """Returns the Watch-stage demonstration tasks paired with Help tasks ``task_set``: task ``i`` has task ``i``'s
-    goal counts in a different apartment populated afresh (the paper: "we sample a different apartment and
-    randomize the initial state"), drawn uniformly from the training apartments that can hold its activities
-    (``apartments.TRAIN_APARTMENTS``, never the task's own). ``task_id`` is kept, so a demonstration names the
+    """Returns the Watch-stage demonstration tasks paired with Help tasks ``task_set``: task ``i`` has task ``i``'s goal
+    counts in a different apartment populated afresh (the paper: "we sample a different apartment and randomize the
+    initial state"), drawn uniformly from the paper's training apartments that can hold its activities
+    (``apartments.SEEN_APARTMENTS``, validation's included, never the task's own: the test sets' demonstrations are what
+    they were before jaxsoc held an apartment out for validation). ``task_id`` is kept, so a demonstration names the
     Help task it belongs to; each paired task depends only on ``seed``, its ``task_id`` and its task."""
     acts = np.asarray(task_set.activities, np.int32)
     own, ids = np.asarray(task_set.states.apartment), np.asarray(task_set.states.task_id)
@@ -362,13 +369,13 @@ def paired_tasks(task_set: T.TaskSet, seed: int = 0) -> T.TaskSet:
     apartments = np.array(
         [
             np.random.default_rng([seed, 4, i]).choice(
-                [a for a in T.allowed_apartments(row, A.TRAIN_APARTMENTS) if a != apartment]
+                [a for a in T.allowed_apartments(row, A.SEEN_APARTMENTS) if a != apartment]
             )
             for i, row, apartment in zip(ids, acts, own)
         ],
         np.int32,
     )
-    base = jax.random.fold_in(jax.random.key(seed), 4)  # make_split's sets use 0-2, extra_tasks 3
+    base = jax.random.fold_in(jax.random.key(seed), 4)  # make_split's sets use 0-2 and 5, extra_tasks 3
     keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(jnp.asarray(ids, jnp.uint32))
     states = _paired(keys, jnp.asarray(apartments), jnp.asarray(acts), jnp.asarray(task_set.states.goal_count))
     states = states.replace(task_id=jnp.asarray(task_set.states.task_id))
@@ -376,11 +383,11 @@ def paired_tasks(task_set: T.TaskSet, seed: int = 0) -> T.TaskSet:
 
 
 def split_tasks(split: str, seed: int = 0, episodes: int | None = None) -> T.TaskSet:
-    """Returns the tasks of Watch-stage set ``split`` (``SPLITS``) built from task ``seed``: ``train`` the training
-    tasks themselves, ``extra`` ``extra_tasks``, ``test-1`` / ``test-2`` the demonstrations paired with the Help
-    tasks (``paired_tasks``: same goal, another apartment). With ``episodes``, only that many: the first ones of
-    ``extra`` (``extra_tasks(episodes)``), else ``spread_index``'s selection. Raises ``ValueError`` for an unknown
-    split or a negative count."""
+    """Returns the tasks of Watch-stage set ``split`` (``SPLITS``) built from task ``seed``: ``train`` and
+    ``validation`` the tasks themselves, ``extra`` ``extra_tasks``, ``test-1`` / ``test-2`` the demonstrations paired
+    with the Help tasks (``paired_tasks``: same goal, another apartment). With ``episodes``, only that many: the first
+    ones of ``extra`` (``extra_tasks(episodes)``), else ``spread_index``'s selection. Raises ``ValueError`` for an
+    unknown split or a negative count."""
     if split not in SPLITS:
         raise ValueError(f"unknown demonstration split {split!r}; choose from {list(SPLITS)}")
     if episodes is not None and episodes < 1:
@@ -390,7 +397,7 @@ def split_tasks(split: str, seed: int = 0, episodes: int | None = None) -> T.Tas
     task_set = T.cached_split(split, seed)
     if episodes is not None and episodes < len(task_set):
         task_set = _subset(task_set, spread_index(task_set.activities, episodes))
-    return task_set if split == "train" else paired_tasks(task_set, seed)
+    return task_set if split in ("train", "validation") else paired_tasks(task_set, seed)
 
 
 # -- files -----------------------------------------------------------------------------------------------
