@@ -166,6 +166,7 @@ def cmd_eval(args) -> int:
         hybrid=args.hybrid,
         hrl=args.hrl,
         hrl_commit=args.hrl_commit,
+        option_end=args.option_end,
         task_seed=args.task_seed,
         earlier=earlier,
     )
@@ -344,6 +345,13 @@ def add_parser(sub) -> None:
         default="auto",
         help="hrl keeps its subgoal until it gains an instance or times out (on), or its high level chooses at "
         "every step (off); auto: on for a low level trained on the belief teacher (a belief network)",
+    )
+    evaluate.add_argument(
+        "--option-end",
+        choices=["observed", "true"],
+        default="observed",
+        help="hybrid and hrl end an option on the instances Bob has seen (observed) or, privileged, on the true "
+        "satisfied counts, Alice's placements out of his view included (true)",
     )
     evaluate.add_argument("--split", choices=list(SPLITS), default="test-1")
     evaluate.add_argument("--tasks", help="a task file (instead of --split)")

@@ -8,8 +8,10 @@ treats them) or ``NOOP_CHOICE`` (30, wait). Each primitive step Bob updates his 
 samples a world from it (``belief.update``, ``belief.sample_world``); the choice becomes a one-entry
 ``planner.Subgoals`` (``predicate_subgoal``, on the instance Bob keeps while it stays a candidate) whose first
 regression-planner action (``planner.subgoal_action``) is Bob's action (``execute``). An option ends
-(``option_ended``) after the step that satisfies a new instance of its predicate (by either character), after a step
-with nothing to do (so a wait lasts one primitive step), or after ``OPTION_STEPS`` steps. ``observation`` is the
+(``option_ended``) after the step that gains an instance of its predicate, after a step with nothing to do (so a wait
+lasts one primitive step), or after ``OPTION_STEPS`` steps. By default (``OPTION_ENDS``) an instance counts once Bob
+has seen it (``Sightings``, ``observed_satisfied``: his own put, or what he sees at the destination); the privileged
+``"true"`` rule reads the true satisfied counts, Alice's placements out of his view included. ``observation`` is the
 high level's observation, with ``choice_mask`` (the goal's predicates not seen satisfied, and wait);
 ``expert_choice`` is HP_TG's choice (the planner's tree search in a world sampled from Bob's belief with Alice's
 true goal), the teacher of the Hybrid's warm start.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
 from jaxsoc.core import spaces
 from jaxsoc.envs.household import classes as C
@@ -41,9 +44,11 @@ _RELATION = np.where(PR.PRED_KIND == PR.INSIDE_KIND, C.INSIDE, C.ON_TOP).astype(
 def destinations(world: W.State) -> jax.Array:
     """Returns ``int32[30]``: where each predicate puts its object in ``world`` (Bob's world with the goal he
     conditions on): the goal's target node when the goal names one, else ``agents.goal_targets``' choice (the
-    first furniture of the target class; the goal's kitchen table for the kitchen-table predicates), -1 when
-    the apartment has none (and for holds_book)."""
-    _, default = AG.goal_targets(world, jnp.ones(PR.NUM_PREDICATES, jnp.int32))
+    first furniture of the target class; for the kitchen-table predicates the kitchen table Bob's goal names, if
+    any), -1 when the apartment has none (and for holds_book)."""
+    on_table = jnp.asarray(np.equal(PR.PRED_TARGET_CLASS, C.CLASS["kitchentable"]))
+    table = jnp.where(on_table, world.goal_target, -1).max()  # the table of the goal Bob conditions on, if any
+    _, default = AG.goal_targets(world, jnp.ones(PR.NUM_PREDICATES, jnp.int32), table)
     return jnp.where(world.goal_target >= 0, world.goal_target, default).astype(jnp.int32)
 
 
@@ -113,11 +118,79 @@ def execute(
 def option_ended(choice: jax.Array, valid: jax.Array, before: jax.Array, after: jax.Array, steps: jax.Array):
     """Returns ``bool``: whether the option ``choice`` ends after a primitive step: there was nothing to do
     (``valid`` False: the wait choice, the predicate satisfied in Bob's sampled world, no candidate object or no
-    destination; a wait option therefore lasts one primitive step), an instance of the chosen predicate became
-    satisfied (``after[p] > before[p]``, the satisfied counts ``int32[30]`` before / after the step, by either
-    character) or the option has taken ``steps >= OPTION_STEPS`` primitive steps."""
+    destination; a wait option therefore lasts one primitive step), an instance of the chosen predicate was
+    gained (``after[p] > before[p]``, the counts ``int32[30]`` before / after the step: ``observed_satisfied``'s
+    under the ``"observed"`` rule, ``world.satisfied``'s under the privileged ``"true"`` one; ``OPTION_ENDS``) or
+    the option has taken ``steps >= OPTION_STEPS`` primitive steps."""
     p = jnp.clip(choice, 0, PR.NUM_PREDICATES - 1)
     return ~valid | (after[p] > before[p]) | (steps >= OPTION_STEPS)
+
+
+#: what an option's end reads (``option_ended``'s counts): ``"observed"`` (the default), the goal's instances Bob
+#: has seen (``observed_satisfied`` of his ``Sightings``: his own puts, which he sees as he makes them, and what he
+#: has seen at the destinations); ``"true"``, privileged, the true satisfied counts under his goal
+#: (``world.satisfied``), which also count Alice's placements out of his view, inside closed containers included
+#: (the rule the committed Hybrid and HRL runs were trained and first evaluated with)
+OPTION_ENDS = ("observed", "true")
+#: ``Sightings.relation`` of an object seen in Bob's own hand
+OWN_HAND = -1
+
+
+def check_option_end(option_end: str) -> str:
+    """Returns ``option_end`` when it is one of ``OPTION_ENDS``; raises ``ValueError`` naming them otherwise."""
+    if option_end not in OPTION_ENDS:
+        raise ValueError(f"unknown option end {option_end!r}; choose from {list(OPTION_ENDS)}")
+    return option_end
+
+
+class Sightings(struct.PyTreeNode):
+    """Where Bob last saw each node (``[NUM_NODES]``, from his observations only): ``cls`` int16 (0: never seen),
+    ``parent`` int16 (its parent as last seen, -1 when none was shown) and ``relation`` int8 (``classes``
+    relations; ``OWN_HAND`` for an object in his own hand). A node out of view keeps its last sighting."""
+
+    cls: jax.Array
+    parent: jax.Array
+    relation: jax.Array
+
+
+def no_sightings() -> Sightings:
+    """Returns ``Sightings`` of nothing seen yet."""
+    return Sightings(
+        cls=jnp.zeros(W.NUM_NODES, jnp.int16),
+        parent=jnp.full(W.NUM_NODES, -1, jnp.int16),
+        relation=jnp.zeros(W.NUM_NODES, jnp.int8),
+    )
+
+
+def sight(sightings: Sightings, obs: dict) -> Sightings:
+    """Returns ``sightings`` after Bob's observation ``obs`` (``world.observe(state, 1, ...)``): each visible node
+    takes its class, shown parent and relation (``OWN_HAND`` when he holds it); the others keep theirs."""
+    vis = jnp.asarray(obs["visible"], bool)
+    own = (obs["relation"] == C.REL_HOLDS_RH) | (obs["relation"] == C.REL_HOLDS_LH)
+    relation = jnp.where(own, OWN_HAND, obs["parent_relation"]).astype(jnp.int8)
+    return Sightings(
+        cls=jnp.where(vis, obs["class"], sightings.cls).astype(jnp.int16),
+        parent=jnp.where(vis, obs["parent"], sightings.parent).astype(jnp.int16),
+        relation=jnp.where(vis, relation, sightings.relation).astype(jnp.int8),
+    )
+
+
+def observed_satisfied(sightings: Sightings, goal_target: jax.Array) -> jax.Array:
+    """Returns ``int32[30]``: the instances of each predicate Bob has seen hold (``world.satisfied`` on his
+    ``Sightings`` instead of the true state), under the goal targets ``goal_target`` int16[30] he conditions on:
+    objects of the class last seen ON / INSIDE the target; books last seen in Alice's hands for holds_book; 0 for
+    sit_sofa (his observation does not show who sits where)."""
+    target = jnp.asarray(goal_target, jnp.int32)
+    hit = (
+        (sightings.cls[None, :] == jnp.asarray(PR.PRED_OBJECT)[:, None])
+        & (sightings.parent[None, :] == target[:, None])
+        & (target[:, None] >= 0)
+        & (sightings.relation[None, :] == jnp.asarray(_RELATION)[:, None])
+    )
+    books = ((sightings.cls == C.CLASS["book"]) & (sightings.relation == C.HELD)).sum()
+    kind = jnp.asarray(PR.PRED_KIND)
+    count = jnp.where(kind == PR.HOLDS_KIND, books, jnp.where(kind == PR.SIT_KIND, 0, hit.sum(1)))
+    return count.astype(jnp.int32)
 
 
 _PLACES = (PR.PRED_KIND == PR.ON_KIND) | (PR.PRED_KIND == PR.INSIDE_KIND)  # numpy: no jax array at import

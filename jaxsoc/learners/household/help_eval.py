@@ -184,17 +184,27 @@ def check_setting(old: dict, setting: dict, out: Path) -> None:
 def merged(old: dict, new: dict) -> dict:
     """Returns the earlier record ``old`` with ``new``'s helpers added (replacing those measured again)."""
     merged = dict(old)
-    for name in ("results", "lengths", "runs"):
-        merged[name] = {**old.get(name, {}), **new[name]}
+    for name in ("results", "lengths", "runs", "option_end"):
+        merged[name] = {**old.get(name, {}), **new.get(name, {})}
     merged["seconds"] = old.get("seconds", 0.0) + new["seconds"]
     return merged
 
 
+#: the helpers whose options end by ``--option-end`` (``options.OPTION_ENDS``)
+OPTION_HELPERS = ("hybrid", "hrl")
+
+
 def helper_agent(
-    name: str, simulations: int = 100, hybrid: str | None = None, hrl: str | None = None, hrl_commit: str = "auto"
+    name: str,
+    simulations: int = 100,
+    hybrid: str | None = None,
+    hrl: str | None = None,
+    hrl_commit: str = "auto",
+    option_end: str = "observed",
 ):
     """Returns Bob for helper ``name`` (``HELPERS``; None for ``alice-alone``): ``hybrid`` and ``hrl`` are the runs of
-    the learned helpers, ``hrl_commit`` ``auto``, ``on`` or ``off`` (``hrl.helper_from_run``'s ``commit``)."""
+    the learned helpers, ``hrl_commit`` ``auto``, ``on`` or ``off`` (``hrl.helper_from_run``'s ``commit``),
+    ``option_end`` how their options end (``options.OPTION_ENDS``: ``"observed"``, or the privileged ``"true"``)."""
     from jaxsoc.envs.household.agents import agents as AG
 
     if name == "alice-alone":
@@ -202,12 +212,12 @@ def helper_agent(
     if name == "hybrid":
         from jaxsoc.learners.household import hybrid as HY
 
-        return HY.helper_from_run(hybrid)
+        return HY.helper_from_run(hybrid, option_end=option_end)
     if name == "hrl":
         from jaxsoc.learners.household import hrl as HR
 
         commit = {"auto": None, "on": True, "off": False}[hrl_commit]
-        return HR.helper_from_run(hrl, hybrid, commit=commit)
+        return HR.helper_from_run(hrl, hybrid, commit=commit, option_end=option_end)
     kind = {"hp": "hp", "hp-tg": "hp", "oracle-ab": "oracle-b"}.get(name, name)
     return AG.make_agent(kind, simulations)
 
@@ -268,6 +278,7 @@ def evaluate_help(
     hybrid: str | None = None,
     hrl: str | None = None,
     hrl_commit: str = "auto",
+    option_end: str = "observed",
     task_seed: int | None = None,
     earlier: dict | None = None,
     log=lambda line: print(line, flush=True),
@@ -278,8 +289,9 @@ def evaluate_help(
     per helper and group), ``lengths`` and ``runs`` (the watch run of the inferred helpers), added to ``earlier`` (a
     record of the same setting) if given. ``watch``: the run that infers the goal of ``INFERRED`` helpers from the
     paired demonstrations (``demos``: their directory, else recorded from the split built from ``task_seed``,
-    default the set's seed; ``inferred_goals``); ``hybrid``, ``hrl``, ``hrl_commit``: the learned helpers
-    (``helper_agent``). The learned runs are read before any episode is played."""
+    default the set's seed; ``inferred_goals``); ``hybrid``, ``hrl``, ``hrl_commit``, ``option_end``: the learned
+    helpers (``helper_agent``; the record's ``option_end`` names each one's rule). The learned runs are read before
+    any episode is played."""
     from jaxsoc.envs.household import env as E
     from jaxsoc.envs.household.agents import agents as AG
     from jaxsoc.envs.household.agents import evaluate as EV
@@ -288,7 +300,7 @@ def evaluate_help(
     params = E.HouseholdParams(tasks=task_set.states, teleport=teleport)
     acts = np.asarray(task_set.activities)[task_index(len(task_set), num_tasks)]
     setting = help_setting(task_set, num_tasks, seeds, simulations, teleport, seed)
-    bobs = {name: helper_agent(name, simulations, hybrid, hrl, hrl_commit) for name in helpers}
+    bobs = {name: helper_agent(name, simulations, hybrid, hrl, hrl_commit, option_end) for name in helpers}
     inferred = [n for n in helpers if n in INFERRED]
     if inferred:
         from jaxsoc.learners.household import watch_run
@@ -316,6 +328,7 @@ def evaluate_help(
     lengths = {k: {w: (v[w]["length"].tolist() if v[w] is not None else None) for w in v} for k, v in raw.items()}
     record = {**setting, "device": jax.devices()[0].device_kind, "seconds": time.perf_counter() - start}
     record.update(results=results, lengths=lengths, runs={k: watch for k in results if k in INFERRED})
+    record["option_end"] = {k: option_end for k in results if k in OPTION_HELPERS}
     return merged(earlier, record) if earlier is not None else record
 
 

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxsoc.envs.household import options as OPT
 from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import world as W
 from jaxsoc.envs.household.subgoal_env import placed_count, subgoal_observation, valid_mask, visit
@@ -32,8 +33,9 @@ class HRLMemory(struct.PyTreeNode):
     """The helper's memory: ``high`` the high level's, ``low`` the low level's LSTM (``[1, memory_dim]``),
     ``subgoal`` int32 the current predicate (-1 before the first step, ``NONE`` when idle), ``since`` int32 the
     steps spent on it, ``visited`` bool[4] the rooms Bob has stood in since it began, ``start`` int32 its instances
-    (under Bob's goal) when it began, and the goal Bob was given (``goal_count`` int8[30], ``goal_target``
-    int16[30])."""
+    (under Bob's goal, counted as ``HRLHelper.option_end`` says) when it began, the goal Bob was given
+    (``goal_count`` int8[30], ``goal_target`` int16[30]) and ``sightings`` what he has seen
+    (``options.Sightings``)."""
 
     high: Any
     low: Any
@@ -43,6 +45,7 @@ class HRLMemory(struct.PyTreeNode):
     start: jax.Array
     goal_count: jax.Array
     goal_target: jax.Array
+    sightings: OPT.Sightings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,10 +61,12 @@ class HRLHelper:
     ``subgoal_steps`` steps from the subgoal's start (as in a training episode of that many steps); its
     ``valid`` actions are ``world.valid_actions``'s (``mask_invalid``). No subgoal: a noop.
 
-    ``commit``: the subgoal is kept, as an option, until it gains an instance under Bob's goal (the true count, as
-    the Hybrid's options read it) or ``subgoal_steps`` steps pass (a wait lasts one step); only then does the high
-    level choose again (its memory steps once per choice). Without it the high level chooses at every step (the
-    runs before the belief low level were evaluated so)."""
+    ``commit``: the subgoal is kept, as an option, until it gains an instance under Bob's goal or ``subgoal_steps``
+    steps pass (a wait lasts one step); only then does the high level choose again (its memory steps once per
+    choice). Without it the high level chooses at every step (the runs before the belief low level were evaluated
+    so). ``option_end`` (``options.OPTION_ENDS``) is how the instances are counted: ``"observed"`` those Bob has
+    seen (``options.observed_satisfied``: his own puts, what he has seen at the destination); ``"true"`` is
+    privileged, the true count (``subgoal_env.placed_count``), Alice's placements out of his view included."""
 
     high: Any
     high_params: Any
@@ -71,6 +76,10 @@ class HRLHelper:
     subgoal_steps: int = 100
     mask_invalid: bool = True
     commit: bool = False
+    option_end: str = "observed"
+
+    def __post_init__(self) -> None:
+        OPT.check_option_end(self.option_end)
 
     def init(self, key: jax.Array, state: W.State) -> HRLMemory:
         """Returns the memory at the start of an episode in ``state`` (whose goal is Bob's)."""
@@ -83,6 +92,7 @@ class HRLHelper:
             start=jnp.int32(0),
             goal_count=state.goal_count.astype(jnp.int8),
             goal_target=state.goal_target.astype(jnp.int16),
+            sightings=OPT.no_sightings(),
         )
 
     def act(self, key: jax.Array, memory: HRLMemory, state: W.State, partner: Any = None):
@@ -91,8 +101,13 @@ class HRLHelper:
         obs = {**W.observe(state, 1, False), "goal": memory.goal_count, "goal_target": memory.goal_target}
         choice, high = self.high.high_choose(self.high_params, k_high, memory.high, obs)
         choice = jnp.asarray(choice, jnp.int32)
-        bobs = state.replace(goal_target=memory.goal_target.astype(state.goal_target.dtype))
-        placed = lambda p: placed_count(bobs, jnp.clip(p, 0, PR.NUM_PREDICATES - 1))  # noqa: E731
+        sightings = OPT.sight(memory.sightings, obs)
+        if self.option_end == "true":  # privileged: the true count, Alice's placements out of view included
+            bobs = state.replace(goal_target=memory.goal_target.astype(state.goal_target.dtype))
+            placed = lambda p: placed_count(bobs, jnp.clip(p, 0, PR.NUM_PREDICATES - 1))  # noqa: E731
+        else:
+            seen = OPT.observed_satisfied(sightings, memory.goal_target)
+            placed = lambda p: seen[jnp.clip(p, 0, PR.NUM_PREDICATES - 1)]  # noqa: E731
         if self.commit:
             ended = (memory.subgoal < 0) | (memory.subgoal >= NONE) | (memory.since + 1 >= self.subgoal_steps)
             ended = ended | (placed(memory.subgoal) > memory.start)
@@ -115,17 +130,25 @@ class HRLHelper:
         )
         sampled = jax.random.categorical(k_low, log_probs[0])
         action = jnp.where(pred >= NONE, 0, jnp.argmax(log_probs[0]) if self.greedy else sampled)
-        memory = memory.replace(high=high, low=low, subgoal=pred, since=since, visited=visited, start=start)
+        memory = memory.replace(
+            high=high, low=low, subgoal=pred, since=since, visited=visited, start=start, sightings=sightings
+        )
         return action.astype(jnp.int32), memory
 
 
 def helper_from_run(
-    run: str | Path, hybrid_run: str | Path, greedy: bool = False, commit: bool | None = None
+    run: str | Path,
+    hybrid_run: str | Path,
+    greedy: bool = False,
+    commit: bool | None = None,
+    option_end: str = "observed",
 ) -> HRLHelper:
     """Returns the HRL helper of a low-level run ``run`` under the high level of a Hybrid run ``hybrid_run``
     (``hybrid_run.load``, ``hybrid.HighLevel``); ``greedy`` takes both levels' most likely choices; ``commit``
     (``HRLHelper.commit``; None: when the low level is a ``belief`` network, whose training episodes pursue one
-    subgoal to its end, as the committing Hybrid's options do)."""
+    subgoal to its end, as the committing Hybrid's options do); ``option_end`` (``HRLHelper.option_end``;
+    ``"true"`` is privileged)."""
+    OPT.check_option_end(option_end)
     policy, high_params, _ = load_hybrid(hybrid_run)
     low, low_params, config = load_low(run)
     high = HighLevel(policy, greedy)
@@ -138,4 +161,5 @@ def helper_from_run(
         subgoal_steps=config.max_steps,
         mask_invalid=config.mask_invalid,
         commit=low.config.belief if commit is None else commit,
+        option_end=option_end,
     )

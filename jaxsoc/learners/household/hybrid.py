@@ -6,8 +6,10 @@ follow (``options.option_ended``); then the policy chooses again. ``HighLevel`` 
 ``helper_from_run(run)`` reads a run.
 
 An option ends early when its predicate gains an instance or there is nothing left to do (the original code decides
-every 24 steps whatever happened), so the high level is not left idle; the option's end uses the true satisfied
-counts (under the goal Bob conditions on), as the environment's clock reads them.
+every 24 steps whatever happened), so the high level is not left idle. By default an instance counts once Bob has
+seen it (``option_end="observed"``: ``options.observed_satisfied`` of what he has seen, his own puts included); the
+privileged ``option_end="true"`` reads the true satisfied counts under his goal, which reveal Alice's placements out of
+his view (the rule the committed runs were first evaluated with, kept for that comparison).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from jaxsoc.envs.household import options as OPT
 from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import world as W
 from jaxsoc.envs.household.agents import belief as B
@@ -66,8 +69,9 @@ class HybridMemory(struct.PyTreeNode):
     """``HybridHelper``'s memory: its ``belief``, the goal it conditions on (``goal_count`` int8[30],
     ``goal_target`` int16[30]), the high level's memory ``high``, the current option (``choice`` int32, -1 before
     the first; ``since`` int32 the primitive steps it has taken; ``valid`` bool whether its last step had
-    something to do), its object ``subgoal_obj`` (-1 none) and ``satisfied`` int32[30] the satisfied counts
-    (under the goal it conditions on) at the previous step."""
+    something to do), its object ``subgoal_obj`` (-1 none), ``satisfied`` int32[30] the counts the option's end
+    compares (under the goal it conditions on; ``HybridHelper.option_end``) at the previous step and ``sightings``
+    what Bob has seen (``options.Sightings``)."""
 
     belief: B.Belief
     goal_count: jax.Array
@@ -78,6 +82,7 @@ class HybridMemory(struct.PyTreeNode):
     since: jax.Array
     valid: jax.Array
     satisfied: jax.Array
+    sightings: OPT.Sightings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,13 +90,18 @@ class HybridHelper:
     """The Hybrid helper as Bob (an agent for ``evaluate.play``): ``policy`` and its ``params`` choose an option
     (``greedy``: the most likely choice, else sampled) which Bob keeps, the regression planner executing it in a
     world sampled from his belief each primitive step (``execute``), until it ends as ``HybridEnv``'s options do
-    (``option_ended``: nothing to do, an instance of its predicate newly satisfied or the predicate satisfied,
-    ``OPTION_STEPS`` steps); then the policy chooses again. It helps with the goal of the state its ``init``
-    gets (``play`` passes the inferred goal there)."""
+    (``option_ended``: nothing to do, an instance of its predicate gained, ``OPTION_STEPS`` steps); then the policy
+    chooses again. It helps with the goal of the state its ``init`` gets (``play`` passes the inferred goal there).
+    ``option_end`` (``options.OPTION_ENDS``): ``"observed"`` counts the instances Bob has seen
+    (``options.observed_satisfied``); ``"true"`` is privileged, the true satisfied counts under his goal."""
 
     policy: HybridPolicy
     params: Any
     greedy: bool = False
+    option_end: str = "observed"
+
+    def __post_init__(self) -> None:
+        OPT.check_option_end(self.option_end)
 
     @property
     def high(self) -> HighLevel:
@@ -109,17 +119,22 @@ class HybridHelper:
             since=jnp.int32(0),
             valid=jnp.array(False),
             satisfied=jnp.zeros(PR.NUM_PREDICATES, jnp.int32),
+            sightings=OPT.no_sightings(),
         )
 
     def act(self, key: jax.Array, memory: HybridMemory, state: W.State, partner: Any = None):
         """Returns ``(action int32, memory)`` for this step in the true ``state``: the current option's action, or
         a new option's first one when the last ended (or none was chosen yet)."""
         k_high, k_low = jax.random.split(key)
-        mine = state.replace(goal_count=memory.goal_count, goal_target=memory.goal_target)
-        satisfied = W.satisfied(mine)
+        obs = observation(state, memory.goal_count, memory.goal_target, memory.high.last_choice)
+        sightings = OPT.sight(memory.sightings, obs)
+        if self.option_end == "true":  # privileged: the true counts, Alice's placements out of view included
+            mine = state.replace(goal_count=memory.goal_count, goal_target=memory.goal_target)
+            satisfied = W.satisfied(mine)
+        else:
+            satisfied = OPT.observed_satisfied(sightings, memory.goal_target)
         ended = option_ended(memory.choice, memory.valid, memory.satisfied, satisfied, memory.since)
         ended = ended | (memory.choice < 0)
-        obs = observation(state, memory.goal_count, memory.goal_target, memory.high.last_choice)
         new_choice, new_high = self.high.high_choose(self.params, k_high, memory.high, obs)
         choice = jnp.where(ended, new_choice, memory.choice)
         high = jax.tree_util.tree_map(lambda a, b: jnp.where(ended, a, b), new_high, memory.high)
@@ -135,11 +150,14 @@ class HybridHelper:
             since=jnp.where(ended, 1, memory.since + 1),
             valid=valid,
             satisfied=satisfied,
+            sightings=sightings,
         )
         return action.astype(jnp.int32), memory
 
 
-def helper_from_run(run: str | Path, greedy: bool = False) -> HybridHelper:
-    """Returns the ``HybridHelper`` of a Hybrid run directory (``load``)."""
+def helper_from_run(run: str | Path, greedy: bool = False, option_end: str = "observed") -> HybridHelper:
+    """Returns the ``HybridHelper`` of a Hybrid run directory (``load``), its options ending by ``option_end``
+    (``options.OPTION_ENDS``; ``"true"`` is privileged)."""
+    OPT.check_option_end(option_end)
     policy, params, _ = load(run)
-    return HybridHelper(policy, params, greedy)
+    return HybridHelper(policy, params, greedy, option_end)

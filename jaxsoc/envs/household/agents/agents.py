@@ -57,8 +57,8 @@ class AgentMemory(struct.PyTreeNode):
 
 def random_goal(key: jax.Array, state: W.State) -> tuple[jax.Array, jax.Array]:
     """Returns ``(count int8[30], target int16[30])``: 6 of the 28 ON / INSIDE predicates drawn without
-    replacement, each with a count uniform in {0, 1, 2}, on this apartment's targets (the kitchen table Alice's
-    goal uses when it names one, else the first; the fridge; the dishwasher, if any; the coffee table). A
+    replacement, each with a count uniform in {0, 1, 2}, on this apartment's targets (``goal_targets``: the first
+    kitchen table, not the one Alice's goal names; the fridge; the dishwasher, if any; the coffee table). A
     predicate whose target furniture the apartment lacks gets count 0."""
     k_pick, k_count = jax.random.split(key)
     picked = jax.random.permutation(k_pick, jnp.asarray(_RANDOM_GOAL_PREDICATES))[:6]
@@ -66,12 +66,16 @@ def random_goal(key: jax.Array, state: W.State) -> tuple[jax.Array, jax.Array]:
     return goal_targets(state, jnp.zeros(PR.NUM_PREDICATES, jnp.int32).at[picked].set(counts))
 
 
-def goal_targets(state: W.State, count: jax.Array) -> tuple[jax.Array, jax.Array]:
+def goal_targets(state: W.State, count: jax.Array, table: jax.Array | int = -1) -> tuple[jax.Array, jax.Array]:
     """Returns ``(count int8[30], target int16[30])``: goal counts ``count`` (int[30], e.g. a random or an inferred
-    goal) placed in ``state``'s apartment: each predicate's target is the first furniture of its target class,
-    except that the kitchen-table predicates use the kitchen table Alice's goal names, when it names one. A
-    predicate whose target furniture the apartment lacks gets count 0; holds_book (no target) keeps its count."""
+    goal) placed in ``state``'s apartment: each predicate's target is the first furniture of its target class
+    (for the kitchen-table predicates the kitchen's table: the kitchen comes before the living room, where some
+    apartments have a second), except that the kitchen-table predicates use ``table`` (a kitchen-table node the
+    caller knows its goal names, e.g. from a goal it already holds; -1: none). ``state``'s own goal is not read,
+    so a helper given an inferred goal does not learn which table Alice's true goal names. A predicate whose
+    target furniture the apartment lacks gets count 0; holds_book (no target) keeps its count."""
     count = jnp.asarray(count, jnp.int32)
+    table = jnp.asarray(table, jnp.int32)
     cls = state.nodes.cls
     furniture = jnp.asarray(W.NODE_KIND == 2)
 
@@ -80,9 +84,8 @@ def goal_targets(state: W.State, count: jax.Array) -> tuple[jax.Array, jax.Array
         return jnp.where(hits.any(), jnp.argmax(hits), -1)
 
     by_class = jnp.stack([first(c) for c in PR.PRED_TARGET_CLASS])
-    table = jnp.asarray(np.equal(PR.PRED_TARGET_CLASS, C.CLASS["kitchentable"]))  # the kitchen-table predicates
-    alice_table = jnp.where(table, state.goal_target, -1).max()  # the table Alice's goal names, if any
-    target = jnp.where(table & (alice_table >= 0), alice_table, by_class)
+    on_table = jnp.asarray(np.equal(PR.PRED_TARGET_CLASS, C.CLASS["kitchentable"]))  # the kitchen-table predicates
+    target = jnp.where(on_table & (table >= 0), table, by_class)
     needs_target = jnp.asarray(PR.PRED_KIND != PR.HOLDS_KIND)
     count = jnp.where((target >= 0) | ~needs_target, count, 0)
     return count.astype(jnp.int8), jnp.where((count > 0) & needs_target, target, -1).astype(jnp.int16)
