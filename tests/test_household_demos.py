@@ -143,9 +143,11 @@ def test_spread_and_extra_tasks():
     extra = D.extra_tasks(7, seed=0)
     assert extra.split == "extra" and len(extra) == 7
     np.testing.assert_array_equal(extra.activities[:, 0], [0, 1, 2, 3, 4, 0, 1])
-    assert set(np.asarray(extra.states.apartment).tolist()) <= {0, 1, 2, 4, 5}  # the training apartments
-    test_goals = {g.tobytes() for g in np.asarray(T.cached_split("test-1").states.goal_count, np.int8)}
-    assert not any(g.tobytes() in test_goals for g in np.asarray(extra.states.goal_count, np.int8))
+    assert set(np.asarray(extra.states.apartment).tolist()) <= {0, 1, 2, 4}  # training's, not validation's 5
+    held_out = {
+        g.tobytes() for split in ("test-1", "validation") for g in np.asarray(T.cached_split(split).states.goal_count)
+    }
+    assert not any(g.tobytes() in held_out for g in np.asarray(extra.states.goal_count, np.int8))
     np.testing.assert_array_equal(D.extra_tasks(3).states.goal_count, extra.states.goal_count[:3])  # a prefix
     with pytest.raises(ValueError, match="unknown demonstration split"):
         D.split_tasks("test-3")
@@ -162,8 +164,9 @@ def test_cli_writes_demos(tmp_path, capsys):
 
 
 def test_cli_refuses_a_count_that_is_not_positive(tmp_path, capsys):
-    assert main(["household", "demos", "--split", "test-1", "--episodes", "0", "--out", str(tmp_path)]) == 2
-    assert "--episodes must be positive" in capsys.readouterr().err and not list(tmp_path.iterdir())
+    for split in ("test-1", "validation"):  # the validation split is one of the command's (no argparse refusal)
+        assert main(["household", "demos", "--split", split, "--episodes", "0", "--out", str(tmp_path)]) == 2
+        assert "--episodes must be positive" in capsys.readouterr().err and not list(tmp_path.iterdir())
 
 
 def test_paired_tasks_keep_the_goal_in_another_training_apartment():
@@ -176,7 +179,7 @@ def test_paired_tasks_keep_the_goal_in_another_training_apartment():
     np.testing.assert_array_equal(paired.states.goal_count, np.asarray(help_tasks.states.goal_count)[ids])
     np.testing.assert_array_equal(paired.activities, np.asarray(help_tasks.activities)[ids])
     apartments = np.asarray(paired.states.apartment)
-    assert set(apartments.tolist()) <= set(A.TRAIN_APARTMENTS)
+    assert set(apartments.tolist()) <= set(A.SEEN_APARTMENTS)  # the paper's 5 training apartments
     assert (apartments != np.asarray(help_tasks.states.apartment)[ids]).all()
     count, target, cls = (
         np.asarray(x) for x in (paired.states.goal_count, paired.states.goal_target, paired.states.nodes.cls)
@@ -186,3 +189,15 @@ def test_paired_tasks_keep_the_goal_in_another_training_apartment():
     again = D.paired_tasks(T.cached_split("test-2"), seed=0)
     np.testing.assert_array_equal(np.asarray(again.states.nodes.pos)[ids], paired.states.nodes.pos)
     assert not np.array_equal(np.asarray(D.paired_tasks(help_tasks, seed=1).states.apartment)[ids], apartments)
+
+
+def test_validation_demonstrations_are_the_validation_tasks():
+    """The Watch stage validates on the validation tasks themselves: their apartment and goals are unseen in
+    training already, so no pairing is needed (the test sets' paired demonstrations stay as they were)."""
+    tasks = T.cached_split("validation")
+    demo_tasks = D.split_tasks("validation")
+    assert demo_tasks.split == "validation" and len(demo_tasks) == 100
+    np.testing.assert_array_equal(demo_tasks.states.goal_count, tasks.states.goal_count)
+    np.testing.assert_array_equal(demo_tasks.states.apartment, tasks.states.apartment)
+    spread = D.split_tasks("validation", episodes=15)
+    assert len(spread) == 15 and len({tuple(r) for r in spread.activities.tolist()}) == 15  # 5 single, 10 pairs

@@ -1,8 +1,9 @@
-"""Household tasks: goal sampling against the original's ranges, where objects start, the three task sets,
-apartments, files and their errors."""
+"""Household tasks: goal sampling against the original's ranges, where objects start, the four task sets (train,
+validation, test-1, test-2), apartments, files and their errors."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 
@@ -135,18 +136,29 @@ def splits():
     return {name: T.cached_split(name, 0) for name in T.SPLITS}
 
 
-def test_the_three_task_sets(splits):
-    train, test1, test2 = splits["train"], splits["test-1"], splits["test-2"]
-    assert (len(train), len(test1), len(test2)) == (1011, 100, 100)
-    assert set(np.unique(np.asarray(train.states.apartment))) <= set(A.TRAIN_APARTMENTS)
+def test_the_four_task_sets(splits):
+    train, val, test1, test2 = splits["train"], splits["validation"], splits["test-1"], splits["test-2"]
+    assert (len(train), len(val), len(test1), len(test2)) == (1011, 100, 100, 100)
+    assert set(np.unique(np.asarray(train.states.apartment))) == set(A.TRAIN_APARTMENTS)
+    assert set(np.unique(np.asarray(val.states.apartment))) == set(A.VALIDATION_APARTMENTS)
     for held_out in (test1, test2):
         assert set(np.unique(np.asarray(held_out.states.apartment))) <= set(A.TEST_APARTMENTS)
     assert np.bincount(test1.activities[:, 0], minlength=5).tolist() == [20] * 5
     assert (test1.activities[:, 1] == -1).all() and (test2.activities >= 0).all()
     assert (test2.activities[:, 0] != test2.activities[:, 1]).all()
-    train_goals = {g.tobytes() for g in np.asarray(train.states.goal_count)}
-    test_goals = [g.tobytes() for g in np.asarray(test1.states.goal_count)]
-    assert len(set(test_goals)) == 100 and not train_goals & set(test_goals)
+    # validation: test-1's shape (10 goals per activity) then test-2's (5 per pair of activities)
+    single, mixed = val.activities[:50], val.activities[50:]
+    assert (single[:, 1] == -1).all() and np.bincount(single[:, 0], minlength=5).tolist() == [10] * 5
+    pairs = [tuple(r) for r in mixed.tolist()]
+    assert all(a < b for a, b in pairs) and sorted(set(pairs)) == sorted(T._PAIRS) and len(pairs) == 50
+    assert all(pairs.count(p) == 5 for p in T._PAIRS)
+    # every goal of validation and test-1 distinct, and no goal in two sets
+    goals = {name: [g.tobytes() for g in np.asarray(s.states.goal_count)] for name, s in splits.items()}
+    assert len(set(goals["validation"])) == 100 and len(set(goals["test-1"])) == 100
+    names = list(goals)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert not set(goals[a]) & set(goals[b]), (a, b)
     no_dishwasher = [i for i, a in enumerate(A.APARTMENTS) if a.count("dishwasher") == 0]
     for task_set in splits.values():
         dish = (task_set.activities == PR.ACTIVITY_NAMES.index("put_dishwasher")).any(1)
@@ -155,14 +167,48 @@ def test_the_three_task_sets(splits):
 
 
 def test_task_sets_are_reproducible_from_a_seed(splits):
-    again = T.make_split("test-2", 0)
-    chex.assert_trees_all_equal(again.states, splits["test-2"].states)
-    other = T.make_split("test-2", 1)
-    assert not np.array_equal(np.asarray(other.states.goal_count), np.asarray(again.states.goal_count))
+    for split in ("test-2", "validation"):
+        again = T.make_split(split, 0)
+        chex.assert_trees_all_equal(again.states, splits[split].states)
+        other = T.make_split(split, 1)
+        assert not np.array_equal(np.asarray(other.states.goal_count), np.asarray(again.states.goal_count))
+
+
+#: digests of test-1 and test-2 and of their paired Watch demonstration tasks, recorded from the code before the
+#: validation split existed (commit d4709fa): holding apartment 5 out of training must change neither
+TEST_DIGESTS = {
+    "test-1": ("953e33d26c462a9e", "5df3d8e8b62f051d"),
+    "test-2": ("2e00ff7db23bd6d4", "74cd7145da4ef5db"),
+}
+_DIGEST_FIELDS = (
+    "goal_count", "goal_target", "apartment", "task_id", "nodes.cls", "nodes.parent", "nodes.relation", "nodes.room",
+    "chars.room",
+)  # fmt: skip
+
+
+def _digest(task_set) -> str:
+    """Returns a digest of a task set's integer arrays (floats left out: positions may round differently)."""
+    arrays = T.state_arrays(task_set.states)
+    digest = hashlib.sha256(np.asarray(task_set.activities, np.int8).tobytes())
+    for name in _DIGEST_FIELDS:
+        digest.update(np.ascontiguousarray(arrays[name]).tobytes())
+    return digest.hexdigest()[:16]
+
+
+def test_test_sets_and_their_paired_demonstrations_are_unchanged(splits):
+    from jaxsoc.envs.household.agents import demos as D
+
+    for split, (tasks_digest, paired_digest) in TEST_DIGESTS.items():
+        assert _digest(splits[split]) == tasks_digest, split
+        assert _digest(D.paired_tasks(splits[split], 0)) == paired_digest, split
 
 
 def test_apartments():
-    assert len(A.APARTMENTS) == 7 and set(A.TRAIN_APARTMENTS) | set(A.TEST_APARTMENTS) == set(range(7))
+    assert len(A.APARTMENTS) == 7
+    parts = (A.TRAIN_APARTMENTS, A.VALIDATION_APARTMENTS, A.TEST_APARTMENTS)
+    assert sorted(sum(parts, ())) == list(range(7))  # a partition: every apartment in exactly one part
+    assert set(A.SEEN_APARTMENTS) == set(A.TRAIN_APARTMENTS) | set(A.VALIDATION_APARTMENTS) == {0, 1, 2, 4, 5}
+    assert all(A.APARTMENTS[i].count("dishwasher") for i in A.VALIDATION_APARTMENTS)  # every activity fits
     for apt in A.APARTMENTS:
         for name in A.REQUIRED:
             assert apt.count(name) >= 1, (apt.index, name)
@@ -223,4 +269,4 @@ def test_malformed_files_are_refused(splits, tmp_path):
     with pytest.raises(ValueError, match="not a readable household task file"):
         T.load(tmp_path / "other.npz")
     with pytest.raises(ValueError, match="unknown task split"):
-        T.make_split("validation")
+        T.make_split("test-3")

@@ -7,6 +7,7 @@ drawn with ``tasks.generate`` and Alice walking to random nodes (no planner), wr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -283,3 +284,45 @@ def test_command_line_trains_and_scores(tmp_path, demos_dir, capsys):
         main(["train", "watch", "--demos", str(demos_dir), "--set", "input=video", "--out", str(tmp_path / "y")]) == 2
     )
     assert "input must be one of" in capsys.readouterr().err
+
+
+def test_validation_file_is_the_validation_set(tmp_path, demos):
+    """With ``validation.npz`` beside ``train.npz``, every training demonstration trains and the validation curves
+    score that file (the validation split); a random holdout besides it, or a file of another split, is refused."""
+    root = tmp_path / "demos"
+    D.save(demos, root / "train.npz")
+    val = demos.select(np.array([1, 3]))
+    D.save(dataclasses.replace(val, tasks=dataclasses.replace(val.tasks, split="validation")), root / "validation.npz")
+    config = WA.WatchConfig(**{**CONFIGS["graph"].to_dict(), "validation_fraction": 0.0, "epochs": 1})
+    summary = WR.train(config, tmp_path / "run", root, progress=False)
+    assert summary["sizes"] == {"demos": 4, "train": 4, "validation": 2}
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert info["data"]["validation"] == "validation.npz"
+    scores = WR.evaluate(tmp_path / "run", val, batch=2)
+    for k in ("precision", "recall", "f1"):
+        assert summary[f"val_{k}"] == pytest.approx(scores[k])
+    with pytest.raises(ValueError, match="validation_fraction=0.25 would also hold out"):
+        WR.train(CONFIGS["graph"], tmp_path / "run2", root, progress=False)
+    D.save(demos, root / "validation.npz")  # the training split under the validation file's name
+    with pytest.raises(ValueError, match="holds the 'train' split, not 'validation'"):
+        WR.train(config, tmp_path / "run3", root, progress=False)
+
+
+def test_test_splits_are_never_scored_during_training(tmp_path, demos_dir, demos, capsys):
+    """``--curves`` (and ``watch_run.train``'s ``curves``) refuse test-1 / test-2 before anything runs: a test
+    split is scored once, after training, by ``jaxsoc household goals``."""
+    from jaxsoc.cli import main
+
+    base = ["train", "watch", "--demos", str(demos_dir), "--set", f"d={D_MODEL}", "--epochs", "1", "--quiet"]
+    for split in ("test-1", "test-2"):
+        assert main([*base, "--curves", "validation", split, "--out", str(tmp_path / split)]) == 2
+        err = capsys.readouterr().err
+        assert f"--curves {split}: test splits are never scored during training" in err
+        assert "jaxsoc household goals" in err and not (tmp_path / split).exists()
+    assert main([*base, "--curves", "heldout", "--out", str(tmp_path / "x")]) == 2
+    assert "choose from validation / extra" in capsys.readouterr().err
+    test1 = dataclasses.replace(demos, tasks=dataclasses.replace(demos.tasks, split="test-1"))
+    for curves in ({"test-2": demos}, {"renamed": test1}):  # by name, or by the split the file was recorded from
+        with pytest.raises(ValueError, match="is a test split"):
+            WR.train(CONFIGS["graph"], tmp_path / "lib", demos_dir, progress=False, curves=curves)
+    assert not (tmp_path / "lib").exists()

@@ -242,11 +242,26 @@ def train_command(args, overrides: dict[str, Any]) -> dict[str, Any]:
     return hrl_train.train(config_type("hrl")(**overrides), args.out, args.resume, not args.quiet)
 
 
-def watch_curves(demos_dir: str, splits: list[str]) -> dict:
-    """Returns ``{split: Demos}``: the paired demonstrations ``demos_dir/<split>.npz`` that ``jaxsoc train watch
-    --curves`` scores after every epoch. Raises ``ValueError`` naming a missing file."""
-    from jaxsoc.envs.household.agents import demos as D
+#: the demonstration sets ``jaxsoc train watch --curves`` may score after every epoch (never a test split)
+CURVE_SPLITS = ("validation", "extra")
 
+
+def watch_curves(demos_dir: str, splits: list[str]) -> dict:
+    """Returns ``{split: Demos}``: the demonstrations ``demos_dir/<split>.npz`` that ``jaxsoc train watch
+    --curves`` scores after every epoch (``CURVE_SPLITS``). Raises ``ValueError`` for a test split (scored once,
+    after training, by ``jaxsoc household goals``), another unknown name, or a missing file."""
+    from jaxsoc.envs.household.agents import demos as D
+    from jaxsoc.learners.household.watch_run import TEST_SPLITS
+
+    for split in splits:  # every name checked before any file is read
+        if split in TEST_SPLITS:
+            raise ValueError(
+                f"--curves {split}: test splits are never scored during training (model choices read the "
+                f"validation split only); score them once, after training, with `jaxsoc household goals RUN "
+                f"--demos {demos_dir}`. --curves takes {' / '.join(CURVE_SPLITS)}"
+            )
+        if split not in CURVE_SPLITS:
+            raise ValueError(f"--curves {split}: unknown; choose from {' / '.join(CURVE_SPLITS)}")
     found = {}
     for split in splits:
         path = Path(demos_dir) / f"{split}.npz"
@@ -288,7 +303,9 @@ def add_goals_parser(verbs) -> None:
     goals.add_argument(
         "--demos", required=True, help="directory with <split>.npz demonstrations (and train.npz for the chance rows)"
     )
-    goals.add_argument("--split", nargs="+", default=["test-1", "test-2"], choices=["test-1", "test-2", "train"])
+    goals.add_argument(
+        "--split", nargs="+", default=["test-1", "test-2"], choices=["test-1", "test-2", "validation", "train"]
+    )
     goals.add_argument("--seed", type=int, default=0, help="the chance baseline's draws")
     goals.add_argument("--out", help="directory for household_goals.{json,md}")
     goals.set_defaults(func=clear_errors(cmd_goals))

@@ -349,9 +349,18 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--out", required=True, help="run directory (metrics, curves, checkpoints)")
     train.add_argument("--frames", type=float, help="total env frames (RL)")
     train.add_argument("--num-envs", type=int, help="parallel worlds (RL)")
-    train.add_argument("--demos", help="demonstration dataset directory (bc; watch: train.npz [, extra.npz])")
     train.add_argument(
-        "--curves", nargs="+", choices=["test-1", "test-2"], help="watch: also score --demos' <split>.npz every epoch"
+        "--demos",
+        help="demonstration dataset directory (bc; watch: train.npz [, extra.npz], and validation.npz, the "
+        "validation set, when present; without it --set validation_fraction=F holds out a random share of train)",
+    )
+    train.add_argument(
+        "--curves",
+        nargs="+",
+        metavar="SPLIT",
+        help="watch: also score --demos' <split>.npz every epoch: validation or extra (validation.npz, when present, "
+        "is already the validation set); test-1 / test-2 are refused: they are scored once, after training, by "
+        "jaxsoc household goals",
     )
     train.add_argument("--seed", type=int, default=0)
     own = train.add_argument_group("BIB learners (bib-*)")

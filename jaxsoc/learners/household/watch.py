@@ -104,8 +104,11 @@ class WatchConfig:
       predicate's count logits come from a soft count of the frame's changed tokens that match it
       (``CountLogits``) instead of the pooled classifiers, so a goal's counts add up token by token and a mixture
       of two activities reads as the sum of its parts (test-2); the other predicates keep the classifiers.
-    - ``validation_fraction``: share of the demonstrations held out to validate; ``seed``: initialisation,
-      data order and the validation split.
+    - ``validation_fraction``: the fallback validation when the demonstrations directory has no
+      ``validation.npz`` (the validation split, which ``watch_run.train`` reads when present): this share of the
+      training demonstrations, drawn at random, held out to validate (0, the default: none). Not shaped like
+      the test shift (same apartments, goals of the training distribution), so it saturates; set it only without
+      a validation set. ``seed``: initialisation, data order and that random holdout.
     """
 
     d: int = 128
@@ -117,7 +120,7 @@ class WatchConfig:
     epochs: int = 20
     max_frames: int | None = None
     code_parity: bool = False
-    validation_fraction: float = 0.05
+    validation_fraction: float = 0.0
     seed: int = 0
     relational: bool = True
     final_observation: bool = True

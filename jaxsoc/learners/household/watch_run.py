@@ -1,17 +1,20 @@
 """Training runs of the Watch stage's goal-inference model (``jaxsoc train watch``) and their evaluation.
 
-``train(config, out, demos_dir)`` reads the successful demonstrations of ``train.npz`` (and ``extra.npz`` when
-present) written by ``jaxsoc household demos``, holds out ``config.validation_fraction`` of them (a fixed
-split of ``config.seed``) and trains ``watch.GoalInference`` with Adam on the mean cross-entropy of its count
-classifiers. The demonstrations live on the device as tasks and actions; each optimiser step gathers its batch
-there and rebuilds Alice's observations by replay (``demos.observations``) inside one jitted step. A batch's
-time axis is cut to its longest demonstration rounded up to a multiple of ``TIME_STEP`` (the whole
-``max_steps`` with ``code_parity``, whose means cover the padding), so a short batch does not pay for 250
-steps: the step is compiled once per distinct length, which is why an epoch is a Python loop over jitted steps
-rather than one ``lax.scan`` (dispatch is asynchronous, so the loop costs little on a GPU). Each epoch's data
-order and dropout keys come from ``fold_in(key(seed), epoch)``, so ``resume`` continues from the newest
-checkpoint and gives the same parameters as an uninterrupted run; ``epochs`` may be raised on resume (a
-``lr_schedule="cosine"`` then follows the new total from there).
+``train(config, out, demos_dir)`` reads the successful demonstrations of ``train.npz`` (and ``extra.npz`` when present)
+written by ``jaxsoc household demos``, validates on ``validation.npz`` there (the validation split: an apartment and
+goals training never sees, shaped like the test shift; ``jaxsoc household demos --split validation``) or, only where
+there is none, on a random ``config.validation_fraction`` of the training demonstrations (a fixed split of
+``config.seed``; the explicit fallback, which saturates), and trains ``watch.GoalInference`` with Adam on the mean
+cross-entropy of its count classifiers. The test splits are never read during training: ``curves`` refuses them; they
+are scored once, at the end, by ``jaxsoc household goals``. The demonstrations live on the device as tasks and actions;
+each optimiser step gathers its batch there and rebuilds Alice's observations by replay (``demos.observations``) inside
+one jitted step. A batch's time axis is cut to its longest demonstration rounded up to a multiple of ``TIME_STEP`` (the
+whole ``max_steps`` with ``code_parity``, whose means cover the padding), so a short batch does not pay for 250 steps:
+the step is compiled once per distinct length, which is why an epoch is a Python loop over jitted steps rather than one
+``lax.scan`` (dispatch is asynchronous, so the loop costs little on a GPU). Each epoch's data order and dropout keys
+come from ``fold_in(key(seed), epoch)``, so ``resume`` continues from the newest checkpoint and gives the same
+parameters as an uninterrupted run; ``epochs`` may be raised on resume (a ``lr_schedule="cosine"`` then follows the new
+total from there).
 
 After each epoch the validation loss, precision, recall, F1 and accuracy (``watch.scores``) go to
 ``metrics.csv`` with the training loss and speed, and the parameters and optimiser state to an orbax
@@ -45,6 +48,9 @@ KIND = "watch"
 RUN_JSON = "run.json"
 CHECKPOINTS = "checkpoints"
 TRAIN_FILES = ("train.npz", "extra.npz")
+VALIDATION_FILE = "validation.npz"
+#: demonstration splits scored once, after training (``jaxsoc household goals``), never during it
+TEST_SPLITS = ("test-1", "test-2")
 TIME_STEP = 16
 _SPLIT_KEY = 10**6  # folded into key(seed) for the validation split
 _METRICS = ("precision", "recall", "f1", "accuracy")
@@ -110,6 +116,43 @@ def split_rows(num: int, fraction: float, seed: int) -> tuple[np.ndarray, np.nda
         raise ValueError(f"{num} demonstration(s) leave none to train on after validation_fraction={fraction}")
     perm = np.asarray(jax.random.permutation(jax.random.fold_in(jax.random.key(seed), _SPLIT_KEY), num))
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+
+def read_validation(demos_dir: str | Path, config: WA.WatchConfig) -> D.Demos | None:
+    """Returns the validation demonstrations of a run on ``demos_dir``: every episode of its ``validation.npz``
+    (the validation split; failed episodes too, as the test splits are scored), or ``None`` when there is none
+    (then ``config.validation_fraction`` of the training demonstrations validates, if above 0).
+
+    Raises:
+        ValueError: both a ``validation.npz`` and a ``validation_fraction`` above 0 (choose one), a file that is
+            not the validation split's, or an unreadable one.
+    """
+    path = Path(demos_dir) / VALIDATION_FILE
+    if not path.is_file():
+        return None
+    if config.validation_fraction > 0:
+        raise ValueError(
+            f"{path} is the validation set; validation_fraction={config.validation_fraction} would also hold out "
+            "training demonstrations: leave validation_fraction at 0 (or move the file to validate on the random "
+            "holdout)"
+        )
+    demos = D.load(path)
+    if demos.split != "validation":
+        raise ValueError(f"{path} holds the {demos.split!r} split, not 'validation'")
+    return demos
+
+
+def check_curves(curves: dict[str, D.Demos]) -> None:
+    """Raises ``ValueError`` when a curve of ``train``'s ``curves`` is a test split (by name or by the split its
+    demonstrations were recorded from): test splits are scored once, by ``jaxsoc household goals``."""
+    for name, demos in curves.items():
+        if name in TEST_SPLITS or demos.split in TEST_SPLITS:
+            split = name if name in TEST_SPLITS else demos.split
+            raise ValueError(
+                f"curves: {split} is a test split; test splits are never scored during training (model choices "
+                "read the validation split only); score them once, after training, with `jaxsoc household goals "
+                "RUN --demos DIR`"
+            )
 
 
 def device_bank(demos: D.Demos) -> dict[str, Any]:
@@ -261,25 +304,33 @@ def train(
         resume: continue from the newest checkpoint in ``out`` (same config but ``epochs``, same data).
         progress: show a progress bar over epochs.
         episodes: use only the first this many successful demonstrations (``train.npz``, then ``extra.npz``).
-        curves: more demonstrations to score after every epoch, by name (e.g. ``{"test-1": ...}``): their
-            precision / recall / F1 under both decodings go to ``metrics.csv`` as ``<name>_<metric>`` and
-            ``<name>_grammar_<metric>`` beside the validation's and those of up to ``CURVE_TRAIN`` training
-            demonstrations (``train_*``), so under- and over-fitting show. They never steer training.
+        curves: more demonstrations to score after every epoch, by name (e.g. ``{"extra": ...}``; never a test
+            split, ``check_curves``): their precision / recall / F1 under both decodings go to ``metrics.csv`` as
+            ``<name>_<metric>`` and ``<name>_grammar_<metric>`` beside the validation's and those of up to
+            ``CURVE_TRAIN`` training demonstrations (``train_*``), so under- and over-fitting show.
 
     Returns:
         The summary (also in ``metrics.json``): epochs done, final train and validation loss, validation
         precision/recall/F1/accuracy, demonstrations per second, data sizes, wall time and device.
 
     Raises:
-        ValueError: bad demonstrations (``read_demos``), a directory holding a run without ``resume``, a run of
-            another kind, or a checkpoint of another config or data.
+        ValueError: bad demonstrations (``read_demos``, ``read_validation``), a test split among ``curves``, a
+            directory holding a run without ``resume``, a run of another kind, or a checkpoint of another config or
+            data.
     """
     start = time.perf_counter()
     out = Path(out)
+    check_curves(curves or {})
     demos, files = read_demos(demos_dir, episodes)
-    train_rows, val_rows = split_rows(len(demos), config.validation_fraction, config.seed)
+    validation = read_validation(demos_dir, config)
     data = {"demos_dir": str(Path(demos_dir).absolute()), "files": files, "episodes": episodes}
-    sizes = {"demos": len(demos), "train": len(train_rows), "validation": len(val_rows)}
+    if validation is None:  # the fallback: a random share of the training demonstrations (none at 0)
+        train_rows, val_rows = split_rows(len(demos), config.validation_fraction, config.seed)
+        val_demos = demos.select(val_rows)
+    else:
+        train_rows, val_demos = np.arange(len(demos)), validation
+        data["validation"] = VALIDATION_FILE
+    sizes = {"demos": len(demos), "train": len(train_rows), "validation": len(val_demos)}
     if (out / RUN_JSON).exists():
         if not resume:
             raise ValueError(f"{out} already holds a run; pass resume to continue it or choose another directory")
@@ -302,7 +353,8 @@ def train(
     write_json(out / RUN_JSON, {"kind": KIND, "config": config.to_dict(), "data": data, "sizes": sizes})
 
     bank, lengths, max_steps = device_bank(demos), np.asarray(demos.length), demos.max_steps
-    val_bank = device_bank(demos.select(val_rows)) if len(val_rows) else None
+    val_bank = device_bank(val_demos) if len(val_demos) else None
+    val_lengths, val_goals = np.asarray(val_demos.length), np.asarray(val_demos.tasks.states.goal_count)
     watched = {"train": demos.select(train_rows[:CURVE_TRAIN]), **(curves or {})}
     watched = {
         name: (device_bank(d), np.asarray(d.length), d.max_steps, d.tasks.states.goal_count)
@@ -327,9 +379,9 @@ def train(
             speed = num_steps * batch / (time.perf_counter() - tick)
             row = {"epoch": epoch + 1, "steps": (epoch + 1) * num_steps, "train_loss": train_loss}
             if val_bank is not None:
-                val_loss, logits = predict_all(fns, state["params"], val_bank, lengths[val_rows], max_steps, batch)
+                val_loss, logits = predict_all(fns, state["params"], val_bank, val_lengths, val_demos.max_steps, batch)
                 row["val_loss"] = float(val_loss.mean())
-                scored = split_scores(logits, demos.tasks.states.goal_count[val_rows])
+                scored = split_scores(logits, val_goals)
                 row.update({f"val_{k}": v for k, v in scored.items()})
             else:
                 row.update({name: math.nan for name in ("val_loss", *(f"val_{k}" for k in _METRICS))})
