@@ -509,3 +509,65 @@ def test_no_helper_is_taken_out_and_policy_helper_adapts_a_policy():
     memory = helper.init(jax.random.key(0), state)
     action, memory = jax.jit(helper.act)(jax.random.key(1), memory, state, W.Timing())
     assert int(action) == S.WAIT and int(memory) == 1
+
+
+def test_free_is_what_the_helper_last_saw_not_the_true_state():
+    """A non-omniscient agent's ``free`` is its memory: an object the constrained agent took out of the helper's
+    view still counts as free (a candidate) until the helper sees it; one it sees taken (here: broken in view)
+    updates at once; the Oracle reads the true state."""
+    from jaxsoc.envs.chaic import tasks as T
+
+    bank = T.cached_split("normal", "test").states
+    timing = W.Timing()
+    perceive, situation = jax.jit(A.perceive), jax.jit(A._situation)
+    sightings = jax.jit(W.sightings, static_argnums=1)
+    for episode in range(12):  # the first episode and heading where the helper sees two objects at the start
+        for heading in range(0, K.NUM_HEADINGS, 6):
+            state = take(bank, episode)
+            state = state.replace(agents=state.agents.replace(heading=state.agents.heading.at[S.HELPER].set(heading)))
+            mem = perceive(A.make_agent("rhp").init(jax.random.key(0), state), state, timing)
+            free = np.asarray(mem.free)
+            pickable = np.isin(K.CLASS_KIND[np.asarray(state.objects.cls)], (K.ITEM, K.VASE))
+            seen = np.flatnonzero(np.asarray(mem.seen) & free & pickable)
+            if len(seen) >= 2:
+                break
+        if len(seen) >= 2:
+            break
+    assert len(seen) >= 2 and not free[~np.asarray(mem.seen)].any()
+    taken, broken = int(seen[0]), int(seen[1])
+    assert bool(situation(mem, state)["pick_cand"][taken])
+
+    # the constrained agent holds `taken`, standing where the helper cannot see it
+    o, a = state.objects, state.agents
+    spots = [np.array([x, z], np.float32) for x in np.linspace(-20, 20, 41) for z in np.linspace(-20, 20, 41)]
+    moved = None
+    for spot in spots:
+        candidate = state.replace(
+            objects=o.replace(holder=o.holder.at[taken].set(S.MAIN)),
+            agents=a.replace(pos=a.pos.at[S.MAIN].set(spot), hands=a.hands.at[S.MAIN, 0].set(taken)),
+            frame=state.frame + 1,
+        )
+        if not bool(sightings(candidate, S.HELPER, timing.view_dist)["objects"][taken]):
+            moved = candidate
+            break
+    assert moved is not None
+    after = perceive(mem, moved, timing)
+    assert bool(after.free[taken]) and bool(situation(after, moved)["pick_cand"][taken])  # not known to be gone
+    oracle = perceive(A.make_agent("oracle").init(jax.random.key(0), moved, S.HELPER), moved, timing)
+    assert not bool(oracle.free[taken]) and not bool(situation(oracle, moved)["pick_cand"][taken])
+
+    # in view: `broken` breaks where the helper sees it; `taken` comes into view in the constrained agent's hand
+    assert bool(sightings(moved, S.HELPER, timing.view_dist)["objects"][broken])
+    seen_now = moved.replace(
+        objects=moved.objects.replace(broken=moved.objects.broken.at[broken].set(True)),
+        agents=moved.agents.replace(pos=moved.agents.pos.at[S.MAIN].set(state.objects.pos[broken])),
+    )
+    assert bool(sightings(seen_now, S.HELPER, timing.view_dist)["objects"][taken])
+    again = perceive(after, seen_now, timing)
+    assert not bool(again.free[taken]) and not bool(again.free[broken])
+    sit = situation(again, seen_now)
+    assert not bool(sit["pick_cand"][taken]) and not bool(sit["pick_cand"][broken])
+    # the rest of what it knew is unchanged
+    others = np.ones(S.MAX_OBJECTS, bool)
+    others[[taken, broken]] = False
+    np.testing.assert_array_equal(np.asarray(again.free)[others], free[others])

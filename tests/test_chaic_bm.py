@@ -40,7 +40,7 @@ EPOCHS = 16
 
 def _record(seed=0):
     # the shapes of train()'s recordings (4 runs a chunk): one compilation for all of them
-    return bm_data.record(["normal"], "test", EPISODES, 1, "rhp", EVENTS, STEPS, seed=seed, chunk=EPISODES)
+    return bm_data.record(["normal"], "validation", EPISODES, 1, "rhp", EVENTS, STEPS, seed=seed, chunk=EPISODES)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_record_layout_and_determinism(data):
     assert (steps > 10).all()  # the helper acted many times in 200 events
     np.testing.assert_array_equal(np.asarray(data["mask"]).sum(1), np.minimum(steps, STEPS))
     assert not np.asarray(data["features"])[~np.asarray(data["mask"])].any()  # zero padding
-    states = T.cached_split("normal", "test").states
+    states = T.cached_split("normal", "validation").states
     np.testing.assert_array_equal(data["targets"], np.asarray(states.goal_count[:n]) > 0)
     np.testing.assert_array_equal(data["constraint"], NC.CONSTRAINTS.index("normal"))
     np.testing.assert_array_equal(data["task"], K.TASK["normal"])
@@ -70,7 +70,7 @@ def test_record_layout_and_determinism(data):
     for name in data:
         np.testing.assert_array_equal(np.asarray(data[name]), np.asarray(again[name]), err_msg=name)
     # beside the paper's random helper (the same compilation: the role is data): other runs, the same labels
-    rnd = bm_data.record(["normal"], "test", EPISODES, 1, "random", EVENTS, STEPS, chunk=EPISODES)
+    rnd = bm_data.record(["normal"], "validation", EPISODES, 1, "random", EVENTS, STEPS, chunk=EPISODES)
     assert (np.asarray(rnd["features"]) != np.asarray(data["features"])).any()
     np.testing.assert_array_equal(rnd["targets"], data["targets"])
 
@@ -122,8 +122,10 @@ def test_the_model_overfits_a_few_episodes(run):
     summary = run[1]
     assert summary["epochs_done"] == EPOCHS and summary["sizes"]["train_runs"] == EPISODES
     report = json.loads((run[0] / bm_run.REPORT_JSON).read_text())
-    assert set(report["test"]) == {"all", "normal"}
-    assert 0.0 <= report["test"]["all"]["goal_accuracy"] <= 1.0 and report["test"]["all"]["class_f1"]
+    assert set(report) == {"train", "validation"}  # training never reads the test split
+    assert set(report["validation"]) == {"all", "normal"}
+    assert 0.0 <= report["validation"]["all"]["goal_accuracy"] <= 1.0 and report["validation"]["all"]["class_f1"]
+    assert "val_goal_accuracy" in rows[-1] and not any(k.startswith("test_") for k in rows[-1])
     assert (run[0] / "curves.png").is_file()
 
 
@@ -141,8 +143,8 @@ def test_resume_equals_an_uninterrupted_run(run, tmp_path):
 def test_load_round_trip_and_the_helper_plays(run):
     helper = bm.load_bm_helper(run[0])
     assert isinstance(helper, bm.BMHelper) and helper.config == bm_config.BMConfig(epochs=EPOCHS, **TINY)
-    # train()'s evaluation runs (test split, seed + 1) scored with the loaded parameters: the saved report
-    report = json.loads((run[0] / bm_run.REPORT_JSON).read_text())["test"]
+    # train()'s evaluation runs (validation split, seed + 1) scored with the loaded parameters: the saved report
+    report = json.loads((run[0] / bm_run.REPORT_JSON).read_text())["validation"]
     assert bm_eval.evaluate(helper.params, _record(seed=1), helper.config) == report
     # the helper inside play (its own act, not the rule agents' shared path)
     states = jax.tree_util.tree_map(lambda x: x[:2], T.cached_split("normal", "test").states)
@@ -161,7 +163,7 @@ def test_command_front_end(tmp_path):
     assert summary["epochs_done"] == 1 and summary["sizes"]["train_runs"] == EPISODES
     assert C.config_type("chaic-bm") is bm_config.BMConfig
     line = C.run_line(summary, tmp_path / "cli")
-    assert line.startswith("trained CHAIC behaviour model") and "test_goal_accuracy" in line
+    assert line.startswith("trained CHAIC behaviour model") and "val_goal_accuracy" in line
 
 
 def test_clear_errors(run, tmp_path):

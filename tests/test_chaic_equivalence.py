@@ -1,6 +1,6 @@
 """CHAIC's programs were made smaller (issue 57: the helper and options views compile in seconds): fixed-key rollouts
 still give the values recorded from the code before that change (frames exactly, rewards and rates to float32
-rounding)."""
+rounding), re-recorded once for issue 59's intended changes (the validation split, the agents' own ``free``)."""
 
 from __future__ import annotations
 
@@ -15,15 +15,19 @@ from jaxsoc.envs.chaic import agents as A
 from jaxsoc.envs.chaic import play as P
 from jaxsoc.envs.chaic import tasks as T
 
-# recorded before the change: sum over the worlds of info["frame"] after each step, and the summed reward
-HELPER_FRAMES = [315, 783, 1073, 1378, 1577, 1778, 2180, 2331, 2571, 2802, 3021, 3196, 3361, 3582, 3739, 3909]
-HELPER_FRAMES += [4009, 4151, 4372, 4546, 4726, 4911, 5075, 5193, 5353, 5484, 5667, 5810, 5936, 6083]
-HELPER_REWARD = 0.10000000149011612
-OPTIONS_FRAMES = [846, 1969, 3431, 4748, 5589, 6885, 8390, 9667, 10682, 11794, 13467, 14876, 16775, 19104, 20081]
-OPTIONS_FRAMES += [22251, 23828, 26459, 28057, 29716]
-OPTIONS_REWARD = 0.42222222685813904
-SHOPPING_FRAMES = [1154, 2035, 3568, 5118, 6104, 7542, 9217, 10520, 11653, 12954, 14845, 16240, 17723, 19198]
-SHOPPING_FRAMES += [20258, 21310, 22619, 24143, 25292, 26498]
+# recorded before the change (issue 57), then re-recorded for issue 59 from the code with its two intended changes:
+# the train bank no longer holds the validation plan 4b (the helper and options views reset from it) and the rule
+# agents' `free` is their memory (AgentMemory.free), not the true state; the furniture test episodes of the Oracle
+# test are unchanged. Sum over the worlds of info["frame"] after each step, and the summed reward
+HELPER_FRAMES = [267, 788, 933, 1187, 1390, 1532, 1797, 1953, 2193, 2451, 2601, 2767, 2911, 3107]
+HELPER_FRAMES += [3304, 3521, 3621, 3763, 3984, 4120, 4262, 4398, 4568, 4686, 4846, 5057, 5179, 5317]
+HELPER_FRAMES += [5443, 5571]
+HELPER_REWARD = 0.0
+OPTIONS_FRAMES = [1026, 2141, 3658, 5386, 6682, 7468, 9603, 11013, 12136, 13468, 15185, 17180, 19013, 20896]
+OPTIONS_FRAMES += [22361, 23964, 25865, 28129, 26593, 28788]
+OPTIONS_REWARD = 0.21111111342906952
+SHOPPING_FRAMES = [1154, 2035, 3568, 5118, 6104, 7542, 9217, 10520, 11653, 12954, 14857, 16244, 17943, 19234]
+SHOPPING_FRAMES += [20279, 21323, 22632, 24156, 25305, 26511]
 SHOPPING_REWARD = 0.251165509223938
 ORACLE_RATES = [0.3965517282485962, 0.7058823704719543, 0.523809552192688, 0.375, 0.4615384638309479]
 ORACLE_RATES += [0.6126760840415955]

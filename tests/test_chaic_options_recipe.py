@@ -59,3 +59,27 @@ def test_bad_recipe_is_refused(calls, tmp_path, capsys):
     assert "unknown CHAIC options teacher 'nobody'" in capsys.readouterr().err
     assert main(["train", "chaic-options", "--out", str(tmp_path), "--set", "updates=0"]) == 2
     assert not calls
+
+
+def test_training_reads_validation_and_refuses_test(monkeypatch):
+    """Training curves and model choices read the validation split: the options recipe's final evaluation plays the
+    validation bank, and the checkpoint curve refuses the test split (scored once, by ``jaxsoc chaic eval``)."""
+    import runpy
+    import sys
+
+    import numpy as np
+
+    from jaxsoc.envs.chaic import tasks as T
+    from jaxsoc.learners.ppo import trainer_for
+
+    T.check_training_split("validation")
+    with pytest.raises(ValueError, match="not 'test'.*scored once.*jaxsoc chaic eval"):
+        T.check_training_split("test")
+    trainer = trainer_for(options_ppo.config("CHAIC-Furniture-Options-v0"))
+    params = options_ppo.validation_params(trainer)
+    expected = T.cached_split("furniture", "validation").states
+    np.testing.assert_array_equal(params.tasks.objects.pos, expected.objects.pos)
+    assert params.tasks.objects.pos.shape[0] == T.VALIDATION_EPISODES
+    monkeypatch.setattr(sys, "argv", ["chaic_options_tr_curve.py", "run", "checkpoints", "out", "--split", "test"])
+    with pytest.raises(ValueError, match="scored once"):
+        runpy.run_path("scripts/chaic_options_tr_curve.py", run_name="__main__")

@@ -4,6 +4,7 @@ appendix G), determinism, dtypes and errors."""
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 
 import jax
@@ -191,10 +192,10 @@ def test_outdoor_scenes():
 
 @pytest.fixture(scope="module")
 def sets():
-    """Every task's test split and a 64-episode train split, as numpy."""
+    """Every task's test and validation splits and a 64-episode train split, as numpy."""
     out = {}
     for task in K.TASKS:
-        for split, size in (("test", None), ("train", 64)):
+        for split, size in (("test", None), ("validation", None), ("train", 64)):
             ts = T.make_split(task, split, 0, size)
             out[task, split] = (ts, jax.tree_util.tree_map(np.asarray, ts.states))
     return out
@@ -470,7 +471,7 @@ def test_splits_use_their_plans(sets, task):
         assert [(p, int(i)) for p, i in zip(test.plans, test.layouts)] == [
             (p, i) for p in SC.TEST_PLANS for i in range(3)
         ]
-        assert set(train.plans) == set(SC.TRAIN_PLANS) and set(train.layouts) == {0, 1, 2}
+        assert set(train.plans) == set(SC.TRAIN_PLANS) - set(T.VALIDATION_PLANS) and set(train.layouts) == {0, 1, 2}
     assert (s_test.scene.plan == [SC.PLAN[p] for p in test.plans]).all()
     assert (s_train.scene.plan == [SC.PLAN[p] for p in train.plans]).all()
     assert (s_test.scene.layout == test.layouts).all()
@@ -499,10 +500,63 @@ def test_determinism(sets):
     assert T.cached_split("furniture", "test") is T.cached_split("furniture", "test")
 
 
+#: sha256 (first 16 hex digits) of every leaf of ``make_split(task, "test", 0)`` (dtype, shape, bytes), recorded
+#: from the code before the validation split was added (commit d4709fa): the test split must not move
+TEST_DIGESTS = {
+    "normal": "23dbacd8ebcfe883",
+    "high_target": "a6da93057ad938e0",
+    "high_container": "5f7d4ae921d54792",
+    "high_goalplace": "9b871d613ec753ce",
+    "low_target": "a92c718075016f3e",
+    "obstacle": "77db1ebcbfe1eaba",
+    "shopping": "8db4cfc351ae8198",
+    "furniture": "252c57fbed3f4737",
+}
+
+
+def _digest(states) -> str:
+    h = hashlib.sha256()
+    for leaf in jax.tree_util.tree_leaves(states):
+        a = np.asarray(leaf)
+        h.update(str(a.dtype).encode())
+        h.update(str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def test_test_split_is_byte_identical_to_the_recorded_one(sets):
+    assert {task: _digest(sets[task, "test"][1]) for task in K.TASKS} == TEST_DIGESTS
+
+
+@pytest.mark.parametrize("task", K.TASKS)
+def test_validation_is_disjoint_from_train_and_test(sets, task):
+    """Validation holds out a training plan (all its layouts) that train no longer uses, and draws its own seeds
+    (outdoor tasks: the same scene, seeds disjoint from train's and test's)."""
+    val, s_val = sets[task, "validation"]
+    train, test = sets[task, "train"][0], sets[task, "test"][0]
+    assert len(val) == T.VALIDATION_EPISODES and len(set(val.seeds)) == len(val)
+    assert not set(val.seeds) & set(train.seeds) and not set(val.seeds) & set(test.seeds)
+    assert (s_val.scene.plan == [SC.PLAN[p] for p in val.plans]).all()
+    if task in T.TASK_PLAN:
+        assert set(val.plans) == {T.TASK_PLAN[task]}
+    else:
+        assert set(val.plans) == set(T.VALIDATION_PLANS) and set(val.layouts) == {0, 1, 2}
+        assert not set(val.plans) & set(train.plans) and not set(val.plans) & set(test.plans)
+        assert set(val.plans) <= set(SC.TRAIN_PLANS)
+    # deterministic, and its own stream: a bigger validation set starts with the same episodes
+    assert T.split_episodes(task, "validation", 0) == T.split_episodes(task, "validation", 0, 20)[:12]
+    assert [s for *_, s in T.split_episodes(task, "validation", 1)] != list(val.seeds)
+
+
+def test_validation_is_deterministic(sets):
+    again = T.make_split("normal", "validation", 0)
+    assert _digest(again.states) == _digest(sets["normal", "validation"][1])
+
+
 def test_errors():
     with pytest.raises(ValueError, match="unknown CHAIC task 'cooking'.*normal.*furniture"):
         T.make_split("cooking", "test")
-    with pytest.raises(ValueError, match="unknown CHAIC task split 'valid'.*train.*test"):
+    with pytest.raises(ValueError, match="unknown CHAIC task split 'valid'.*train.*validation.*test"):
         T.make_split("normal", "valid")
     with pytest.raises(ValueError, match="unknown CHAIC plan '3a'.*1a.*5c"):
         T.generate("normal", "3a", 0, np.random.default_rng(0))

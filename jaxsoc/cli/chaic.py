@@ -33,6 +33,7 @@ import numpy as np
 
 from jaxsoc.cli.errors import clear_errors, require_positive
 from jaxsoc.envs.chaic import catalogue as K
+from jaxsoc.envs.chaic import tasks as T
 from jaxsoc.envs.chaic.episode import HELPERS, RULE_HELPERS, parse_timing, render_episode, rule_helper
 from jaxsoc.envs.chaic.episode import check_tasks as _tasks
 from jaxsoc.learners.chaic.evaluation import (
@@ -62,7 +63,6 @@ __all__ = [
 
 
 def cmd_tasks(args) -> int:
-    from jaxsoc.envs.chaic import tasks as T
 
     for task in _tasks(args.tasks):
         task_set = T.make_split(task, args.split, args.seed)
@@ -202,11 +202,11 @@ def run_line(summary: dict[str, Any], out: Path) -> str:
         "epochs_done",
         "train_loss",
         "train_goal_accuracy",
-        "test_loss",
-        "test_goal_accuracy",
-        "test_goal_jaccard",
-        "test_micro_f1",
-        "test_constraint_accuracy",
+        "val_loss",
+        "val_goal_accuracy",
+        "val_goal_jaccard",
+        "val_micro_f1",
+        "val_constraint_accuracy",
         "wall_s",
     )
     parts = [
@@ -224,7 +224,7 @@ def add_parser(sub) -> None:
 
     tasks = verbs.add_parser("tasks", help="summarise the task sets (goal totals, objects, heights)")
     tasks.add_argument("--tasks", nargs="+", default=["all"], help=f"{', '.join(K.TASKS)} or all")
-    tasks.add_argument("--split", choices=["train", "test"], default="test")
+    tasks.add_argument("--split", choices=list(T.SPLITS), default="test")
     tasks.add_argument("--seed", type=int, default=0)
     tasks.set_defaults(func=clear_errors(cmd_tasks))
 
@@ -237,7 +237,7 @@ def add_parser(sub) -> None:
         "run directory or model:NAME, e.g. ppo=model:chaic-options-helper bm=model:chaic-bm)",
     )
     evaluate_.add_argument("--tasks", nargs="+", default=["all"], help=f"{', '.join(K.TASKS)} or all")
-    evaluate_.add_argument("--split", choices=["train", "test"], default="test")
+    evaluate_.add_argument("--split", choices=list(T.SPLITS), default="test")
     evaluate_.add_argument(
         "--task-seed", type=int, default=0, help="the seed the split is built from (its placements and goals)"
     )
@@ -258,7 +258,7 @@ def add_parser(sub) -> None:
 
     render = verbs.add_parser("render", help="a top-down GIF of one episode")
     render.add_argument("--task", default="normal")
-    render.add_argument("--split", choices=["train", "test"], default="test")
+    render.add_argument("--split", choices=list(T.SPLITS), default="test")
     render.add_argument("--episode", type=int, default=0)
     render.add_argument("--helper", default="rhp")
     render.add_argument("--seed", type=int, default=0)

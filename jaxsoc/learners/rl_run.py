@@ -196,6 +196,7 @@ def train_rl(
     init_params: Any = None,
     trainer: Trainer | None = None,
     keep_checkpoints: int | None = 3,
+    eval_params: Any = None,
 ) -> dict[str, Any]:
     """Trains (or resumes) a run in ``run_dir``; returns its summary (final evaluation and totals).
 
@@ -220,6 +221,8 @@ def train_rl(
         trainer: the ``Trainer`` of ``config`` to use, for an env that is not registered (a learner's own view,
             e.g. ``envs.excalibur.explorer_env.MemoryExplorerEnv``); default ``trainer_for(config)``.
         keep_checkpoints: the newest checkpoints kept on disk (None: every one, for a curve over them).
+        eval_params: the env params the final evaluation runs on (default the training ones), e.g. a validation
+            task bank.
 
     Raises:
         ValueError: bad arguments, or an incompatible checkpoint (see ``Checkpointer.restore``).
@@ -289,7 +292,8 @@ def train_rl(
     variables = host_local(trainer.variables(runner), mesh)
     policy = (trainer.env, trainer.env_params, trainer.model, variables)
     if eval_episodes:
-        summary.update({f"eval_{k}": v for k, v in evaluate_sampled_and_greedy(*policy, eval_episodes).items()})
+        scored = policy if eval_params is None else (trainer.env, eval_params, *policy[2:])
+        summary.update({f"eval_{k}": v for k, v in evaluate_sampled_and_greedy(*scored, eval_episodes).items()})
     if gif_episodes and primary:
         summary["gif"] = str(write_episodes_gif(*policy, run_dir / EPISODES_GIF, gif_episodes))
     log.finish(summary, x="frames", curves=("success_rate", "mean_return", "entropy"))

@@ -64,9 +64,11 @@ class AgentMemory(struct.PyTreeNode):
       ``goal_count`` int8[NUM_CLASSES]: the goal it pursues (the true one, or 1 for every possible target class
       when it does not know it); ``knows_goal`` bool. The role is data, so one compiled ``act`` serves every
       role (and a batch may mix them).
-    - objects: ``seen`` bool[N] (known to be there), ``last_pos`` float32[N, 2] (where last seen),
-      ``failed_until`` int32[N] (ignored until this frame), ``carrying`` bool[N] (carried at the last call: it
-      knows where they went).
+    - objects: ``seen`` bool[N] (known to be there), ``last_pos`` float32[N, 2] (where last seen), ``free``
+      bool[N] (free, i.e. held by no one, in no container, not delivered or broken, as of when the agent last saw
+      it or last handled it itself: another agent's pick-up out of its view is not known until it sees the object
+      or its empty spot), ``failed_until`` int32[N] (ignored until this frame), ``carrying`` bool[N] (carried at
+      the last call: it knows where they went).
     - ``goal_seen`` bool; ``explored`` bool[V] (viewpoints explored).
     - the plan: ``plan`` int32 (``PLAN_NAMES``), ``plan_obj`` int32 (-1), ``plan_view`` int32 (-1),
       ``plan_start`` int32 (frame it started), ``plan_dist`` float32 (walking distance to it then), ``scan_left``
@@ -85,6 +87,7 @@ class AgentMemory(struct.PyTreeNode):
     knows_goal: jax.Array
     seen: jax.Array
     last_pos: jax.Array
+    free: jax.Array
     failed_until: jax.Array
     carrying: jax.Array
     goal_seen: jax.Array
@@ -160,6 +163,7 @@ def new_memory(
         knows_goal=jnp.asarray(knows_goal, bool),
         seen=jnp.zeros(n, bool),
         last_pos=jnp.zeros((n, 2), jnp.float32),
+        free=jnp.zeros(n, bool),
         failed_until=jnp.zeros(n, jnp.int32),
         carrying=jnp.zeros(n, bool),
         goal_seen=jnp.bool_(False),
@@ -181,7 +185,9 @@ def new_memory(
 
 def perceive(mem: AgentMemory, state: S.State, timing: W.Timing) -> AgentMemory:
     """Returns ``mem`` updated with what the agent perceives now (see the module docstring, step 1). An
-    ``omniscient`` memory knows every object, the goal place and every agent."""
+    ``omniscient`` memory knows every object, the goal place and every agent (so its ``free`` is the true state's:
+    the Oracle's privilege). Others update an object's ``free`` only for what they see now, what they carried at
+    the last call and the object of their own last pick-up or removal."""
     agent = mem.agent
     a, o = state.agents, state.objects
     frame = state.frame
@@ -216,6 +222,8 @@ def perceive(mem: AgentMemory, state: S.State, timing: W.Timing) -> AgentMemory:
     gone = mem.seen & ~knows & jnp.zeros(S.MAX_OBJECTS, bool).at[checked].max(looked)
     seen = (mem.seen & ~gone) | knows
     last_pos = jnp.where(knows[:, None], pos, mem.last_pos)
+    free_now = (cls > 0) & (o.holder < 0) & (o.container < 0) & ~o.delivered & ~o.broken
+    free = jnp.where(knows, free_now, mem.free)
     # the other agents
     agent_pos = jnp.where(agents_vis[:, None], a.pos, mem.agent_pos)
     agent_seen = jnp.where(agents_vis, frame, mem.agent_seen)
@@ -231,6 +239,7 @@ def perceive(mem: AgentMemory, state: S.State, timing: W.Timing) -> AgentMemory:
     return mem.replace(
         seen=seen,
         last_pos=last_pos,
+        free=free,
         failed_until=failed_until,
         carrying=(carrier == agent) & (cls > 0),
         goal_seen=mem.goal_seen | goal_vis,

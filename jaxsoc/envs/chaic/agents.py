@@ -8,7 +8,11 @@ and appendix B.2) as pure jittable functions (what it remembers and how it perce
    object whose remembered spot it sees empty (checked for its current plan's object and the nearest known
    obstacles, to keep the work fixed and small), notes the goal place once seen, where the other agents were last
    seen (the child is "lost" when her remembered spot is seen empty), and marks an object whose pick-up (or
-   removal) just FAILED to be ignored for ``FAIL_IGNORE`` frames;
+   removal) just FAILED to be ignored for ``FAIL_IGNORE`` frames. Whether an object is still free (held by no one,
+   in no container, not delivered or broken) is remembered as of when the agent last saw it or handled it itself
+   (``AgentMemory.free``): an object another agent took out of its view stays a candidate until the agent sees it
+   (or its empty spot), or its pick-up fails. Only the Oracle (omniscient) reads it from the true state;
+   the constrained agent also knows the task's progress (what is on the goal place), as in the original;
 2. **chooses a plan** by the priority list below (a plan is a subgoal: explore a viewpoint, fetch a container,
    fetch a target, go to the goal place, remove an obstacle, follow the child, look for her), keeping its current
    plan while it is still valid and of the wanted kind (so it commits to one object / viewpoint), and giving a
@@ -196,8 +200,8 @@ def _situation(mem: AgentMemory, state: S.State) -> dict:
     container_in_hand = ((held_kind == K.CONTAINER) | (held_kind == K.BIKE)).any()
     hand_free = (~held).any()
     both_free = (~held).all()
-    free = (cls > 0) & (o.holder < 0) & (o.container < 0) & ~o.delivered & ~o.broken
-    known = mem.seen & free & (mem.failed_until <= frame)
+    # free as the agent last knew it (``perceive``; the Oracle's memory is the true state's)
+    known = mem.seen & mem.free & (mem.failed_until <= frame)
     # the goal: what is still needed per class
     goal_class = mem.goal_count.astype(jnp.int32) > 0
     delivered = _class_counts(cls, o.delivered & (cls > 0))
@@ -205,7 +209,7 @@ def _situation(mem: AgentMemory, state: S.State) -> dict:
     need = jnp.where(mem.knows_goal, mem.goal_count.astype(jnp.int32) - delivered - carried, goal_class * 1000)
     carry_targets = (mine & goal_class[cls]).any()
     # obstacles: known ones block doors for the wheelchair; helpers remove those
-    obstacles = mem.seen & (kind == K.OBSTACLE) & (o.holder < 0)
+    obstacles = mem.seen & (kind == K.OBSTACLE) & mem.free
     near_door = jnp.linalg.norm(mem.last_pos[:, None] - scene.doors[None], axis=-1) < DOOR_BLOCK
     near_door = near_door & scene.door_valid[None] & obstacles[:, None]
     blocked = wheelchair & near_door.any(0)

@@ -30,8 +30,11 @@ Agents start at random walkable points at least 0.5 m from walls and furniture, 
 from each other (yard: next to the place area), with random headings, idle (``WAIT``, ``SUCCEEDED``).
 
 ``make_split(task, split, seed, size)`` builds a ``TaskSet``: ``test`` is the original's 12 episodes (indoor:
-test plans 2a, 2b, 5a, 5c x layouts 0-2; episode ``i`` uses seed ``seed + 123456 * i``), ``train`` ``size``
-episodes on the training plans (1a, 1b, 4a, 4b x layouts) from another seed stream.
+test plans 2a, 2b, 5a, 5c x layouts 0-2; episode ``i`` uses seed ``seed + 123456 * i``), ``validation``
+``VALIDATION_EPISODES`` episodes on the training plan held out from training (``VALIDATION_PLANS``, 4b x layouts 0-2;
+outdoor: its own seeds) and ``train`` ``size`` episodes on the other training plans (1a, 1b, 4a x layouts), each from
+its own seed stream. Validation is shaped like the test shift (a floor plan training never sees) and is what
+training curves and model choices read; the test split is scored once, by ``jaxsoc chaic eval``.
 """
 
 from __future__ import annotations
@@ -48,9 +51,12 @@ from jaxsoc.envs.chaic import scenes as SC
 from jaxsoc.envs.chaic import state as S
 from jaxsoc.envs.chaic.family import FAMILY
 
-SPLITS = ("train", "test")
+SPLITS = ("train", "validation", "test")
 TEST_EPISODES = 12
+VALIDATION_EPISODES = 12
+VALIDATION_PLANS = ("4b",)  # the training plan (all its layouts) held out from train for validation
 TRAIN_SIZE = 256
+_STREAM = {"train": 1, "validation": 2}  # each split's own seed stream (the test split's seeds are the original's)
 SEED_STRIDE = 123456  # the original's episode seed: seed + 123456 * seed_num
 INDOOR_TASKS = ("normal", "high_target", "high_container", "high_goalplace", "low_target", "obstacle")
 TASK_PLAN = {"shopping": "street", "furniture": "yard"}  # the outdoor tasks' scenes
@@ -79,14 +85,27 @@ def check_split(split: str) -> None:
         raise ValueError(f"unknown CHAIC task split {split!r}; choose from {list(SPLITS)}")
 
 
+def check_training_split(split: str) -> None:
+    """Raises ``ValueError`` unless ``split`` may be scored during training (curves, checkpoint choices): any split
+    but ``test``, which is scored once, after training, by ``jaxsoc chaic eval``."""
+    check_split(split)
+    if split == "test":
+        raise ValueError(
+            "training curves and model choices read the 'validation' split, not 'test': the test split is scored "
+            "once, after training, by `jaxsoc chaic eval`"
+        )
+
+
 def task_plans(task: str, split: str) -> tuple[str, ...]:
-    """Returns the plans the episodes of ``task`` in ``split`` use (indoor: the train or test floor plans;
-    outdoor: the task's one scene)."""
+    """Returns the plans the episodes of ``task`` in ``split`` use (indoor: the training plans but the held-out
+    ``VALIDATION_PLANS``, those, or the test plans; outdoor: the task's one scene, every split)."""
     check_task(task)
     check_split(split)
     if task in TASK_PLAN:
         return (TASK_PLAN[task],)
-    return SC.TRAIN_PLANS if split == "train" else SC.TEST_PLANS
+    if split == "train":
+        return tuple(p for p in SC.TRAIN_PLANS if p not in VALIDATION_PLANS)
+    return VALIDATION_PLANS if split == "validation" else SC.TEST_PLANS
 
 
 def balanced(names: tuple[str, ...], count: int, rng: np.random.Generator) -> list[int]:
@@ -422,11 +441,12 @@ def split_episodes(task: str, split: str, seed: int = 0, size: int | None = None
             raise ValueError(f"the test split has {TEST_EPISODES} episodes; size must be in 1..{TEST_EPISODES}")
         seeds = [seed + SEED_STRIDE * i for i in range(size)]
     else:
-        size = TRAIN_SIZE if size is None else size
+        size = (TRAIN_SIZE if split == "train" else VALIDATION_EPISODES) if size is None else size
         if size <= 0:
             raise ValueError(f"size must be positive, not {size}")
-        # the task in the seed: each task's train bank draws its own episodes (the test split is unchanged)
-        seeds = np.random.default_rng((seed, 1, K.TASK_SEED[task])).integers(0, 2**62, size).tolist()
+        # the task in the seed: each task's train / validation bank draws its own episodes from its own stream
+        # (the test split is unchanged)
+        seeds = np.random.default_rng((seed, _STREAM[split], K.TASK_SEED[task])).integers(0, 2**62, size).tolist()
     combos = [(p, i) for p in plans for i in range(SC.num_layouts(p))]
     return [(*combos[e % len(combos)], int(s)) for e, s in enumerate(seeds)]
 
@@ -434,7 +454,8 @@ def split_episodes(task: str, split: str, seed: int = 0, size: int | None = None
 def make_split(task: str, split: str, seed: int = 0, size: int | None = None) -> TaskSet:
     """Returns the ``TaskSet`` of ``task`` for ``split`` (``SPLITS``): ``test`` the 12 episodes of the original
     (indoor: the 4 test plans x 3 layouts, episode ``i`` with seed ``seed + 123456 * i``; outdoor: 12 seeds),
-    ``train`` ``size`` (default 256) episodes cycling over the training plans and layouts, seeded from a separate
+    ``validation`` ``size`` (default 12) episodes cycling over the held-out training plan's layouts, ``train``
+    ``size`` (default 256) episodes cycling over the other training plans and layouts, each seeded from its own
     stream. Deterministic for ``(task, split, seed, size)``."""
     check_task(task)
     check_split(split)

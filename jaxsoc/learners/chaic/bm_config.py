@@ -25,8 +25,9 @@ class BMConfig:
       episodes per task: more of them bring more distinct goals, more ``seeds`` only other runs of the same),
       ``seeds`` (runs recorded per episode), ``helper`` (``HELPERS``: beside which rule-based helper the
       constrained agent is recorded), ``max_events`` (events simulated per episode) and ``max_steps`` (helper
-      steps kept per episode: the sequences' length); ``eval_episodes`` test-split episodes per task (1 run each)
-      evaluate the model after every epoch.
+      steps kept per episode: the sequences' length); ``eval_episodes`` validation-split episodes per task (1 run
+      each; ``tasks.VALIDATION_EPISODES`` at most) evaluate the model after every epoch (the test split is never
+      read by training: it is scored once, by ``jaxsoc chaic eval`` or ``jaxsoc models eval``).
     - ``threshold``: a class is predicted in the goal above this probability (accuracies and ``BMHelper``).
     - ``checkpoint_every``: epochs between checkpoints (the last epoch is always saved).
     - ``seed``: initialisation, recording keys and data order.
@@ -45,7 +46,7 @@ class BMConfig:
     helper: str = "rhp"
     max_events: int = P.DEFAULT_MAX_EVENTS
     max_steps: int = 512
-    eval_episodes: int = T.TEST_EPISODES
+    eval_episodes: int = T.VALIDATION_EPISODES
     threshold: float = 0.5
     checkpoint_every: int = 1
     seed: int = 0
@@ -56,8 +57,11 @@ class BMConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"BMConfig.{name} must be a positive integer, got {value!r}")
-        if not isinstance(self.eval_episodes, int) or not 0 <= self.eval_episodes <= T.TEST_EPISODES:
-            raise ValueError(f"BMConfig.eval_episodes must be in 0..{T.TEST_EPISODES}, got {self.eval_episodes!r}")
+        if not isinstance(self.eval_episodes, int) or not 0 <= self.eval_episodes <= T.VALIDATION_EPISODES:
+            raise ValueError(
+                f"BMConfig.eval_episodes (validation episodes per task) must be in 0..{T.VALIDATION_EPISODES}, "
+                f"got {self.eval_episodes!r}"
+            )
         if self.helper not in HELPERS:
             raise ValueError(f"BMConfig.helper must be one of {list(HELPERS)}, got {self.helper!r}")
         if not self.lr > 0 or not self.constraint_weight >= 0:

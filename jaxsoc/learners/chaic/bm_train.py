@@ -51,18 +51,19 @@ def _epoch_fn(config: BMConfig):
 
 def train(config: BMConfig, out: str | Path, resume: bool = False, progress: bool = True) -> dict[str, Any]:
     """Records the training runs (``config``'s tasks, train split, ``episodes`` x ``seeds``, beside
-    ``config.helper``) and the evaluation runs (the first ``eval_episodes`` test episodes of each task, one run
-    each), trains the behaviour model on the first for ``epochs`` and writes the run directory ``out`` (module
-    docstring). After each epoch the loss and the main ``scores`` of ``SCORED_TRAIN_RUNS`` training runs (evenly
-    spread) and of the evaluation runs go to ``metrics.csv``, and every ``checkpoint_every`` epochs the parameters
-    and optimiser state to a checkpoint (and after the last epoch). Each epoch's data order comes from
-    ``fold_in(key(seed), epoch)`` and the recording is deterministic, so ``resume`` continues from the newest
-    checkpoint and ends with the parameters of an uninterrupted run (``epochs`` may be raised on resume).
+    ``config.helper``) and the validation runs (the first ``eval_episodes`` validation episodes of each task, one
+    run each; the test split is never read here), trains the behaviour model on the first for ``epochs`` and writes
+    the run directory ``out`` (module docstring). After each epoch the loss and the main ``scores`` of
+    ``SCORED_TRAIN_RUNS`` training runs (evenly spread) and of the validation runs (``val_*``) go to
+    ``metrics.csv``, and every ``checkpoint_every`` epochs the parameters and optimiser state to a checkpoint (and
+    after the last epoch). Each epoch's data order comes from ``fold_in(key(seed), epoch)`` and the recording is
+    deterministic, so ``resume`` continues from the newest checkpoint and ends with the parameters of an
+    uninterrupted run (``epochs`` may be raised on resume).
 
     Returns:
-        The summary (also in ``metrics.json``): epochs done, final train and test loss, train and test goal and
-        constraint accuracies (``scores``), the per-task test report (also ``report.json``), data sizes, wall
-        time, device.
+        The summary (also in ``metrics.json``): epochs done, final train and validation loss, train and
+        validation goal and constraint accuracies (``scores``), the per-task validation report (also
+        ``report.json``), data sizes, wall time, device.
 
     Raises:
         ValueError: a directory holding a run without ``resume``, a run of another kind, or a checkpoint of
@@ -94,14 +95,16 @@ def train(config: BMConfig, out: str | Path, resume: bool = False, progress: boo
     chunk = min(RECORD_CHUNK, runs)  # one size for both recordings: one compilation
     common = {"helper": config.helper, "max_events": config.max_events, "max_steps": config.max_steps, "chunk": chunk}
     train_data = record(tasks, "train", config.episodes, config.seeds, seed=config.seed, **common)
-    test_data = (
-        record(tasks, "test", config.eval_episodes, 1, seed=config.seed + 1, **common) if config.eval_episodes else None
+    val_data = (
+        record(tasks, "validation", config.eval_episodes, 1, seed=config.seed + 1, **common)
+        if config.eval_episodes
+        else None
     )
     record_s = time.perf_counter() - tick
     n = int(train_data["mask"].shape[0])
     sizes = {
         "train_runs": n,
-        "test_runs": 0 if test_data is None else int(test_data["mask"].shape[0]),
+        "val_runs": 0 if val_data is None else int(val_data["mask"].shape[0]),
         "mean_steps": float(jnp.mean(train_data["steps"])),
         "cut": float(jnp.mean(train_data["steps"] > config.max_steps)),
         "complete": float(jnp.mean(train_data["complete"])),
@@ -125,8 +128,8 @@ def train(config: BMConfig, out: str | Path, resume: bool = False, progress: boo
             row = {"epoch": epoch + 1, "steps": (epoch + 1) * num_steps, "train_loss": float(losses.mean())}
             row["epoch_s"] = time.perf_counter() - tick
             row.update(_epoch_scores(config, state["params"], scored, "train"))
-            if test_data is not None:
-                row.update(_epoch_scores(config, state["params"], test_data, "test"))
+            if val_data is not None:
+                row.update(_epoch_scores(config, state["params"], val_data, "val"))
             row["wall_s"] = time.perf_counter() - start
             log.append([row])
             if (epoch + 1) % config.checkpoint_every == 0 or epoch + 1 == config.epochs:
@@ -135,8 +138,8 @@ def train(config: BMConfig, out: str | Path, resume: bool = False, progress: boo
             bar.set_postfix(loss=f"{row['train_loss']:.3f}", goal=f"{row['train_goal_accuracy']:.2f}")
     checkpoints.close()
     report = {"train": evaluate(state["params"], train_data, config)}
-    if test_data is not None:
-        report["test"] = evaluate(state["params"], test_data, config)
+    if val_data is not None:
+        report["validation"] = evaluate(state["params"], val_data, config)
     write_json(out / REPORT_JSON, report)
     final = log.rows[-1] if log.rows else {}
     summary = {
@@ -144,16 +147,16 @@ def train(config: BMConfig, out: str | Path, resume: bool = False, progress: boo
         "kind": KIND,
         "epochs_done": int(final.get("epoch", 0)),
         "epochs": config.epochs,
-        **{k: v for k, v in final.items() if k.startswith(("train_", "test_"))},
-        "test_report": {
-            task: {k: v for k, v in s.items() if k != "class_f1"} for task, s in report.get("test", {}).items()
+        **{k: v for k, v in final.items() if k.startswith(("train_", "val_"))},
+        "val_report": {
+            task: {k: v for k, v in s.items() if k != "class_f1"} for task, s in report.get("validation", {}).items()
         },
         "sizes": sizes,
         "wall_s": time.perf_counter() - start,
         "device": jax.devices()[0].device_kind,
         "checkpoint": str(out / CHECKPOINTS),
     }
-    curves = ("train_loss", "test_loss", "test_goal_accuracy", "test_constraint_accuracy")
+    curves = ("train_loss", "val_loss", "val_goal_accuracy", "val_constraint_accuracy")
     log.finish(summary, x="epoch", curves=curves)
     return summary
 

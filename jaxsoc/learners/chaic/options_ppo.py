@@ -8,7 +8,9 @@ same rules told the true goal, ``options.expert_option(knows_goal=True)``, a pri
 policy can only match by reading the partner; ``follow="policy"``: DAgger, the worlds follow the policy's own sampled
 options and the teacher labels them), writes ``bc.csv`` and ``warm_start.json``, then runs an ordinary PPO run
 (``rl_run.train_rl``, the ``chaic`` network, advantages normalised) from the cloned parameters into ``out``, so
-``load_ppo_helper(out)`` and ``jaxsoc chaic eval --helper ppo=OUT`` read it like any CHAIC PPO run.
+``load_ppo_helper(out)`` and ``jaxsoc chaic eval --helper ppo=OUT`` read it like any CHAIC PPO run. The worlds
+train on the ``train`` task bank; the final evaluation (``eval_episodes``) plays the ``validation`` bank (a floor
+plan training never sees); the test split is never read here.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxsoc.envs.chaic import env as E
 from jaxsoc.envs.chaic.options import expert_option
 from jaxsoc.learners.expert_cloning import bc_loss, expert_rollout, policy_rollout
 from jaxsoc.learners.ppo import PPOConfig, trainer_for
@@ -143,6 +146,12 @@ def warm_start(
     return params, rows
 
 
+def validation_params(trainer) -> Any:
+    """Returns the options view's params (``trainer.env_params``) with the validation bank of its task(s) in place
+    of the training one."""
+    return trainer.env_params.replace(tasks=E.params_for(trainer.env.task, "validation").tasks)
+
+
 def train(
     out: str | Path,
     cfg: PPOConfig,
@@ -154,7 +163,7 @@ def train(
 ) -> dict[str, Any]:
     """Warm start (``bc_batches``; 0: none) on ``teacher``'s options, following ``follow``'s choices (``warm_start``),
     then PPO into ``out`` (module docstring); returns ``train_rl``'s summary with ``bc`` (the last batch's row).
-    ``run_kw`` go to ``train_rl``."""
+    ``run_kw`` go to ``train_rl``; its final evaluation (``eval_episodes``) plays the validation bank."""
     if teacher not in TEACHERS:
         raise ValueError(f"unknown CHAIC options teacher {teacher!r}; choose from {list(TEACHERS)}")
     if follow not in FOLLOW:
@@ -177,7 +186,10 @@ def train(
         params = jax.device_get(params)
         meta = {"teacher": teacher, "follow": follow, "batches": bc_batches, **rows[-1]}
         (out / "warm_start.json").write_text(json.dumps(meta))
-    summary = train_rl(cfg, out, seed=seed, init_params=params, **run_kw)
+    trainer = trainer_for(cfg)
+    summary = train_rl(
+        cfg, out, seed=seed, init_params=params, trainer=trainer, eval_params=validation_params(trainer), **run_kw
+    )
     if rows:
         summary["bc"] = rows[-1]
     return summary
