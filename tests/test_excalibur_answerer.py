@@ -1,11 +1,13 @@
 """EXCALIBUR's object memory and supervised answerer (``learners.excalibur``): the memory holds exactly what was
-seen (masses only once lifted) and keeps what it first saw; the answer masks follow the families' kinds; the
-pretrained answerer (``model:excalibur-answerer``) beats the question-only prior on small houses it never saw
-(training itself: a slow test); the answerer as an agent answers every question from its memory; checkpoints
-round-trip and bad ones are refused."""
+seen (masses only once lifted) and keeps what it first saw; its relations read only the walls the agent has had in
+view (a relation behind an unseen wall is not known before the wall is seen); the answer masks follow the
+families' kinds; the pretrained answerer (``model:excalibur-answerer``) beats the question-only prior on small
+houses it never saw (training itself: a slow test); the answerer as an agent answers every question from its
+memory; checkpoints round-trip and bad ones are refused."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import jax
@@ -18,13 +20,14 @@ from jaxsoc.envs.excalibur import catalogue as K
 from jaxsoc.envs.excalibur import houses as H
 from jaxsoc.envs.excalibur import memory as MEM
 from jaxsoc.envs.excalibur import play as P
+from jaxsoc.envs.excalibur import relations as RL
 from jaxsoc.envs.excalibur import state as S
 from jaxsoc.envs.excalibur import world as W
 from jaxsoc.envs.excalibur.env import ExcaliburEnv, ExcaliburParams
 from jaxsoc.learners.excalibur import answerer as ANS
 from jaxsoc.learners.networks import excalibur as NET
 from tests.cli_checks import files_under, refused
-from tests.excalibur_scenes import SMALL_HOUSES
+from tests.excalibur_scenes import SMALL_HOUSES, house_from_objects, outer_walls
 
 CONFIG = SMALL_HOUSES
 
@@ -71,6 +74,35 @@ def test_memory_holds_what_was_seen_and_keeps_its_first_sight():
     rel = np.asarray(read(later, house)["rel"])
     assert rel.any() and not rel[:, ~seen, :].any() and not rel[:, :, ~seen].any()
     assert not np.asarray(read(MEM.empty(house), house)["rel"]).any()
+
+
+def test_a_relation_behind_an_unseen_wall_is_not_known_before_the_wall_is_seen():
+    # two sofas two cells apart on one row, with a wall between them in one house and none in the other: at an
+    # adjacency of 1 m they are adjacent exactly where no wall stands between them
+    sofas = [dict(type="Sofa", cell=(1, 3)), dict(type="Sofa", cell=(3, 3))]
+    walled = outer_walls(7, 7)
+    walled[3, 2] = True
+    open_house, walled_house = house_from_objects(sofas), house_from_objects(sofas, walls=walled)
+    relations = jax.jit(functools.partial(RL.relations, adjacent_metres=1.0))
+    read = jax.jit(functools.partial(MEM.read, adjacent_metres=1.0))
+    assert bool(relations(open_house)[K.ADJACENT_TO, 0, 1]) and not bool(relations(walled_house)[K.ADJACENT_TO, 0, 1])
+    seen = jnp.arange(16) < 2
+    # having seen the sofas but not the cell between them, the memory reads the same in both houses: not adjacent
+    glimpse = MEM.from_knowledge(open_house, seen, jnp.zeros(16, bool))
+    assert not bool(glimpse.viewed[3, 2]) and bool(glimpse.viewed[3, 1]) and bool(glimpse.viewed[3, 3])
+    before = [read(glimpse, h) for h in (open_house, walled_house)]
+    jax.tree_util.tree_map(np.testing.assert_array_equal, *before)
+    assert not bool(before[0]["rel"][K.ADJACENT_TO, 0, 1])
+    # once the cell between was seen, the memory knows what the house holds there
+    looked = glimpse.replace(viewed=glimpse.viewed.at[3, 2].set(True))
+    assert bool(read(looked, open_house)["rel"][K.ADJACENT_TO, 0, 1])
+    assert not bool(read(looked, walled_house)["rel"][K.ADJACENT_TO, 0, 1])
+    # the agent's memory records the cells in its view (its tracks), not the house's layout
+    state = jax.jit(W.initial_state)(walled_house)
+    memory = jax.jit(MEM.write)(MEM.empty(walled_house), state)
+    view = np.asarray(W.visible_cells(state, 7))
+    np.testing.assert_array_equal(np.asarray(memory.viewed), view)
+    assert view.any() and not view.all()
 
 
 def test_answer_masks_follow_the_family_kinds(test_houses):
@@ -161,6 +193,7 @@ def test_checkpoints_round_trip_and_bad_ones_are_refused(trained, test_houses, t
         (["excalibur", "answerer", "--houses", "-1", "--out", "a"], "--houses must be a positive integer"),
         (["excalibur", "answerer", "--lr", "0", "--out", "a"], "--lr must be a positive number"),
         (["excalibur", "answerer", "--preset", "huge", "--out", "a"], "unknown --preset 'huge'"),
+        (["excalibur", "answerer", "--curves", "test", "--out", "a"], "training curves read train or val only, not"),
         (["excalibur", "eval", "--answerer", "typo"], "no such answerer directory: typo"),
         (["excalibur", "eval", "--answerer", "run"], "not an answerer checkpoint: no answerer.json (it is a PPO run"),
         (["excalibur", "eval", "--explore-budget", "0", "--answerer", "run"], "--explore-budget must be a positive"),

@@ -152,6 +152,7 @@ def cmd_answerer(args) -> int:
     from jaxsoc.learners.networks.excalibur import ANSWERER_PRESETS
 
     require_positive(args, "batches", "houses", "lr", "refresh", "eval_every")
+    bank.check_curve_split(args.curves)
     if args.preset not in ANSWERER_PRESETS:
         raise ValueError(f"unknown --preset {args.preset!r}; choose from {sorted(ANSWERER_PRESETS)}")
     out = Path(args.out)
@@ -169,13 +170,13 @@ def cmd_answerer(args) -> int:
     )
     command = (
         f"jaxsoc excalibur answerer --batches {args.batches} --houses {args.houses} --lr {args.lr} --refresh "
-        f"{args.refresh} --preset {args.preset} --seed {args.seed} --eval-every {args.eval_every} --house "
-        f"{args.house} --out {args.out}"
+        f"{args.refresh} --preset {args.preset} --seed {args.seed} --eval-every {args.eval_every} --curves "
+        f"{args.curves} --house {args.house} --out {args.out}"
     )
-    test = bank.cached_bank("test", 0, config.house_config)
-    variables, info = ANS.train(config, test)
+    curves = bank.cached_bank(args.curves, 0, config.house_config)
+    variables, info = ANS.train(config, curves)
     meta = {"command": command, "config": {k: getattr(config, k) for k in ("houses", "batches", "lr", "refresh")}}
-    meta.update(seed=args.seed, **info)
+    meta.update(seed=args.seed, curves=args.curves, **info)
     ANS.save(out, variables, args.preset, meta)
     print(f"wrote {out}: {info['houses_seen']} fresh houses in {info['seconds']:.0f} s")
     return 0
@@ -271,7 +272,7 @@ def _house_argument(parser) -> None:
 
 
 def _bank_arguments(parser) -> None:
-    parser.add_argument("--split", choices=["train", "test"], default="test")
+    parser.add_argument("--split", choices=["train", "val", "test"], default="test")
     parser.add_argument("--bank-seed", type=int, default=0)
     _house_argument(parser)
 
@@ -315,7 +316,10 @@ def add_parser(sub) -> None:
     answerer.add_argument("--refresh", type=int, default=4, help="batches between two runs of Algorithm 2")
     answerer.add_argument("--preset", default="small")
     answerer.add_argument("--seed", type=int, default=0)
-    answerer.add_argument("--eval-every", type=int, default=50, help="batches between two test-bank evaluations")
+    answerer.add_argument("--eval-every", type=int, default=50, help="batches between two curve evaluations")
+    answerer.add_argument(
+        "--curves", default="val", help="the bank the curves read: val (default) or train; test is refused"
+    )
     _house_argument(answerer)
     answerer.add_argument("--out", required=True, help="directory for answerer.{msgpack,json}")
     answerer.add_argument("--overwrite", action="store_true")

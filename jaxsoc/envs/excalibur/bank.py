@@ -3,7 +3,9 @@ filtered across the bank's houses by the supplementary's Algorithm 2 (``question
 question dropped.
 
 Splits draw their houses from disjoint key streams (``SPLIT_SEEDS``), and each split filters its questions on its
-own houses, so a test house and its questions are never seen in training. ``cached_bank`` builds a bank once per
+own houses, so a test house and its questions are never seen in training. ``val`` is a held-out bank of its own
+(houses from the same generator as the test bank's, as the test shift is none but fresh houses): training curves and
+every model choice read it, never ``test`` (``check_curve_split``). ``cached_bank`` builds a bank once per
 process and keeps it on disk (``$JAXSOC_CACHE/excalibur``, default ``~/.cache/jaxsoc``; see ``jaxsoc.cache``): a
 bank is a function of its arguments and of the generating code (counter-based JAX keys and a seeded numpy
 generator), the same on every machine, so the file name hashes ``BANK_VERSION``, every argument, the jax and
@@ -30,8 +32,11 @@ from jaxsoc.envs.excalibur import questions as Q
 from jaxsoc.envs.excalibur import state as S
 
 DEFAULT_CONFIG = H.HouseConfig()
-SPLIT_SEEDS = {"train": 0, "test": 1_000_003}
-BANK_SIZES = {"train": 512, "test": 128}
+SPLIT_SEEDS = {"train": 0, "val": 2_000_003, "test": 1_000_003}
+BANK_SIZES = {"train": 512, "val": 128, "test": 128}
+#: the splits training curves and model choices may read (``check_curve_split``): the test bank is scored once, at
+#: the end, by ``jaxsoc excalibur eval`` or a model's evaluation
+CURVE_SPLITS = ("train", "val")
 #: Algorithm 2's N (questions generated per house and family) and M (questions kept per family): the main paper's
 #: values could not be found
 N_PER_HOUSE = 8
@@ -39,6 +44,17 @@ M_PER_FAMILY = 24
 #: a kept question must be valid in at least this many of the bank's houses: a question valid in two houses with two
 #: answers already has 1 bit of entropy, so rare questions would crowd out the informative ones
 MIN_VALID = 8
+
+
+def check_curve_split(split: str) -> str:
+    """Returns ``split`` when training curves may read it; raises ``ValueError`` for ``test`` (scored once, at the
+    end) or an unknown split, naming ``CURVE_SPLITS``."""
+    if split not in CURVE_SPLITS:
+        raise ValueError(
+            f"training curves read {' or '.join(CURVE_SPLITS)} only, not {split!r}: the test bank is scored once, "
+            "after training (jaxsoc excalibur eval, jaxsoc models eval)"
+        )
+    return split
 
 
 def make_bank(

@@ -89,12 +89,14 @@ class House(struct.PyTreeNode):
 class Tracks(struct.PyTreeNode):
     """What an exploration phase did, for the metrics (one per exploration phase, I and III).
 
-    - ``visited`` bool[H, W] cells stood on; ``seen`` bool[N] objects seen; ``lifted`` bool[N] objects picked up;
+    - ``visited`` bool[H, W] cells stood on; ``viewed`` bool[H, W] cells seen (in view: what the agent knows of the
+      layout, walls and doorways); ``seen`` bool[N] objects seen; ``lifted`` bool[N] objects picked up;
       ``touched`` bool[N] objects interacted with (picked up, dropped onto/into, opened or closed).
     - ``steps`` int32 steps taken; ``first_touch`` int32 the step of the first interaction (-1 until then).
     """
 
     visited: jax.Array
+    viewed: jax.Array
     seen: jax.Array
     lifted: jax.Array
     touched: jax.Array

@@ -41,6 +41,7 @@ def empty_tracks(height: int, width: int, num_objects: int) -> S.Tracks:
     """Returns the ``Tracks`` of phases I and III before they start (leading axis 2)."""
     return S.Tracks(
         visited=jnp.zeros((2, height, width), bool),
+        viewed=jnp.zeros((2, height, width), bool),
         seen=jnp.zeros((2, num_objects), bool),
         lifted=jnp.zeros((2, num_objects), bool),
         touched=jnp.zeros((2, num_objects), bool),
@@ -252,21 +253,29 @@ def visible_cells(state: S.State, view_size: int) -> jax.Array:
     return jnp.zeros(height * width + 1, bool).at[flat.reshape(-1)].set(True)[:-1].reshape(height, width)
 
 
-def visible_objects(state: S.State, view_size: int) -> jax.Array:
-    """Returns ``bool[N]``: objects seen now: reachable ones in a visible cell, and the held one."""
-    cells = visible_cells(state, view_size)
+def visible_objects(state: S.State, view_size: int, cells: jax.Array | None = None) -> jax.Array:
+    """Returns ``bool[N]``: objects seen now: reachable ones in a visible cell, and the held one (``cells``:
+    ``visible_cells`` when already computed)."""
+    cells = visible_cells(state, view_size) if cells is None else cells
     in_view = cells[state.cell[:, 1].astype(jnp.int32), state.cell[:, 0].astype(jnp.int32)]
     held = jnp.arange(state.cell.shape[0]) == state.held
     return (accessible(state) & in_view) | (held & state.house.valid)
 
 
 def _record_view(state: S.State, track: jax.Array, view_size: int) -> S.State:
-    """Returns ``state`` with the agent's cell visited and the objects it sees now seen in tracks ``track``."""
+    """Returns ``state`` with the agent's cell visited and the cells and objects it sees now viewed and seen in
+    tracks ``track``."""
     tracks = state.tracks
-    seen = tracks.seen[track] | visible_objects(state, view_size)
+    cells = visible_cells(state, view_size)
+    seen = tracks.seen[track] | visible_objects(state, view_size, cells)
+    viewed = tracks.viewed[track] | cells
     visited = tracks.visited[track].at[state.agent_pos[1], state.agent_pos[0]].set(True)
     return state.replace(
-        tracks=tracks.replace(seen=tracks.seen.at[track].set(seen), visited=tracks.visited.at[track].set(visited))
+        tracks=tracks.replace(
+            seen=tracks.seen.at[track].set(seen),
+            viewed=tracks.viewed.at[track].set(viewed),
+            visited=tracks.visited.at[track].set(visited),
+        )
     )
 
 

@@ -66,9 +66,10 @@ def sample_knowledge(key: jax.Array, house: S.House, p_empty: float = 0.1, p_ful
     return seen, lifted
 
 
-def read_knowledge(house: S.House, seen: jax.Array, lifted: jax.Array) -> dict[str, jax.Array]:
-    """Returns ``memory.read`` of ``memory.from_knowledge(house, seen, lifted)`` (one house)."""
-    return MEM.read(MEM.from_knowledge(house, seen, lifted), house)
+def read_knowledge(house: S.House, seen: jax.Array, lifted: jax.Array, viewed: jax.Array | None = None):
+    """Returns ``memory.read`` of ``memory.from_knowledge(house, seen, lifted, viewed)`` (one house; ``viewed``
+    bool[H, W], default the cells of the objects seen)."""
+    return MEM.read(MEM.from_knowledge(house, seen, lifted, viewed), house)
 
 
 def loss_fn(model, variables, inputs: dict, questions: jax.Array, answers: jax.Array):
@@ -88,7 +89,8 @@ def loss_fn(model, variables, inputs: dict, questions: jax.Array, answers: jax.A
 class TrainConfig(struct.PyTreeNode):
     """``houses`` per batch, ``batches``, ``lr`` (Adam), ``refresh`` (batches between two runs of Algorithm 2),
     ``preset`` (``networks.excalibur.ANSWERER_PRESETS``), ``seed``, the knowledge mixture (``sample_knowledge``),
-    ``house_config`` (``houses.HouseConfig``) and ``eval_every`` (batches between two test evaluations)."""
+    ``house_config`` (``houses.HouseConfig``) and ``eval_every`` (batches between two evaluations on the
+    validation bank)."""
 
     houses: int = struct.field(pytree_node=False, default=64)
     batches: int = struct.field(pytree_node=False, default=400)
@@ -160,7 +162,8 @@ def _bank_accuracy(model, variables, houses: S.House):
     pickup = jnp.asarray(K.IS_PICKUP)[houses.type.astype(jnp.int32)]
     out = []
     for seen in (houses.valid, jnp.zeros_like(houses.valid)):
-        inputs = jax.vmap(read_knowledge)(houses, seen, seen & pickup)
+        viewed = jnp.broadcast_to(seen.any(-1)[:, None, None], houses.walls.shape)  # full: every cell seen
+        inputs = jax.vmap(read_knowledge)(houses, seen, seen & pickup, viewed)
         out.append(loss_fn(model, variables, inputs, houses.questions, houses.answers)[1])
     return out
 
@@ -172,10 +175,12 @@ def bank_accuracy(model, variables, houses: S.House) -> dict[str, float]:
     return {"full": float(full), "empty": float(empty)}
 
 
-def train(config: TrainConfig, test_houses: S.House | None = None, log=print) -> tuple[Any, dict]:
-    """Trains an answerer (module docstring) and returns ``(variables, info)``: ``info`` holds ``history`` (per
-    ``eval_every`` batches: batch, houses seen, train loss and accuracy, the test accuracies of ``bank_accuracy`` on
-    ``test_houses`` when given), ``seconds`` and ``houses_seen``."""
+def train(config: TrainConfig, val_houses: S.House | None = None, log=print) -> tuple[Any, dict]:
+    """Trains an answerer (module docstring) for ``config.batches`` batches (the last weights are kept: nothing is
+    chosen) and returns ``(variables, info)``: ``info`` holds ``history`` (per ``eval_every`` batches: batch, houses
+    seen, train loss and accuracy, the accuracies of ``bank_accuracy`` on ``val_houses``, the validation bank, when
+    given), ``seconds`` and ``houses_seen``. The test bank is scored once, after training (``jaxsoc excalibur eval``,
+    the model's evaluation), never here."""
     check_config(config)
     model = make_model(config.preset)
     key = jax.random.key(config.seed)
@@ -205,8 +210,8 @@ def train(config: TrainConfig, test_houses: S.House | None = None, log=print) ->
                 "loss": float(np.mean(losses)),
                 "train_accuracy": float(np.mean(accs)),
             }
-            if test_houses is not None:
-                row.update({f"test_{k}": v for k, v in bank_accuracy(model, variables, test_houses).items()})
+            if val_houses is not None:
+                row.update({f"val_{k}": v for k, v in bank_accuracy(model, variables, val_houses).items()})
             history.append(row)
             losses, accs = [], []
             log(json.dumps(row))
