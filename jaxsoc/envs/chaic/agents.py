@@ -11,17 +11,19 @@ and appendix B.2) as pure jittable functions (what it remembers and how it perce
    removal) just FAILED to be ignored for ``FAIL_IGNORE`` frames. Whether an object is still free (held by no one,
    in no container, not delivered or broken) is remembered as of when the agent last saw it or handled it itself
    (``AgentMemory.free``): an object another agent took out of its view stays a candidate until the agent sees it
-   (or its empty spot), or its pick-up fails. Only the Oracle (omniscient) reads it from the true state;
-   the constrained agent also knows the task's progress (what is on the goal place), as in the original;
+   (or its empty spot), or its pick-up fails (the pick-up is tried on its belief, step 3). Only the Oracle
+   (omniscient) reads it from the true state; the constrained agent also knows the task's progress (what is on
+   the goal place), as in the original;
 2. **chooses a plan** by the priority list below (a plan is a subgoal: explore a viewpoint, fetch a container,
    fetch a target, go to the goal place, remove an obstacle, follow the child, look for her), keeping its current
    plan while it is still valid and of the wanted kind (so it commits to one object / viewpoint), and giving a
    plan up after ``MAX_MOVE_FRAMES`` (``MAX_EXPLORE_FRAMES`` for exploring, ``MAX_FOLLOW_FRAMES`` for following);
-3. **acts**: a pick-up / put-on / removal as soon as the world accepts it (``valid_subset``, the entries of
-   ``world.valid_actions`` it needs: the object within 3 m + half its size with no wall between, the goal place
-   within 3 m + half its extent), else a step of the walk towards it (``navigation``: the door route, then a turn
-   or a move that will not fail); and "at any time, if the agent can put an object in a container, it will do so"
-   (``PUT_IN`` overrides everything).
+3. **acts**: a pick-up / removal as soon as it believes the world accepts it (``believed_object``: the object free
+   as it last knew it and within 3 m + half its size of where it last saw it, no wall between; a pick-up of an
+   object taken out of its view fails at once), a put-on / put-in when the world accepts it (``valid_hands``: its
+   own hands, the goal place within 3 m + half its extent), else a step of the walk towards it (``navigation``:
+   the door route, then a turn or a move that will not fail); and "at any time, if the agent can put an object in
+   a container, it will do so" (``PUT_IN`` overrides everything).
 
 The priority list (as the original's ``default_plan`` orders it):
 
@@ -168,6 +170,28 @@ def valid_object(state: S.State, agent, obj) -> dict:
     return {
         "pick": free_obj & within & pickable & hand_ok,
         "remove": free_obj & within & (kind == K.OBSTACLE) & free.any(),
+    }
+
+
+def believed_object(mem: AgentMemory, state: S.State, obj) -> dict:
+    """Returns ``valid_object``'s entries (``pick``, ``remove``, each ``bool``) as the agent of ``mem`` believes them:
+    the object free as it last knew it (``AgentMemory.free``) and within reach of where it last saw it
+    (``last_pos``), with its own hands. The world may still refuse (the object was taken out of view): the action
+    then fails at once and ``perceive`` marks the object failed. The Oracle's memory is the true state, so its
+    belief is ``valid_object``."""
+    o = state.objects
+    agent = mem.agent
+    cls = o.cls.astype(jnp.int32)
+    free_hand = state.agents.hands[agent] < 0
+    obj = jnp.maximum(obj, 0)
+    within, _ = W.reach_distance(state, agent, mem.last_pos[obj], o.size[obj])
+    free_obj = mem.seen[obj] & mem.free[obj] & (cls[obj] > 0)
+    kind = _KIND[cls[obj]]
+    hand_ok = jnp.where(kind == K.FURNITURE, free_hand.all(), free_hand.any())
+    pickable = (kind == K.ITEM) | (kind == K.CONTAINER) | (kind == K.VASE) | (kind == K.FURNITURE)
+    return {
+        "pick": free_obj & within & pickable & hand_ok,
+        "remove": free_obj & within & (kind == K.OBSTACLE) & free_hand.any(),
     }
 
 
@@ -382,7 +406,7 @@ def _execute(mem: AgentMemory, state: S.State, sit: dict, put_in_first=True) -> 
     ``put_in_first``, ``PUT_IN`` whenever it is possible. Reads only the ``EXECUTE_KEYS`` of ``sit``."""
     src = sit["src"]
     obj = jnp.maximum(mem.plan_obj, 0)
-    valid = {"put_in": sit["put_in"], "put_on": sit["put_on"], **valid_object(state, mem.agent, obj)}
+    valid = {"put_in": sit["put_in"], "put_on": sit["put_on"], **believed_object(mem, state, obj)}
     view = jnp.maximum(mem.plan_view, 0)
     plan = mem.plan
     dst = jnp.select(
