@@ -16,10 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from household_scenes import first, objects_of, place, set_bits, stand_at, with_goal
+from household_scenes import first, hold, objects_of, place, set_bits, stand_at, with_goal
 
 from jaxsoc.envs.household import apartments as A
 from jaxsoc.envs.household import classes as C
+from jaxsoc.envs.household import env as E
+from jaxsoc.envs.household import hybrid_env as HE
 from jaxsoc.envs.household import options as OPT
 from jaxsoc.envs.household import predicates as PR
 from jaxsoc.envs.household import subgoal_env as SE
@@ -29,6 +31,7 @@ from jaxsoc.envs.household.agents import agents as AG
 from jaxsoc.envs.household.agents import demos as D
 from jaxsoc.learners.household import hrl as HR
 from jaxsoc.learners.household import hybrid as H
+from jaxsoc.learners.household import hybrid_config, hybrid_run
 from jaxsoc.learners.household import watch as WA
 from jaxsoc.learners.household import watch_run as WR
 from jaxsoc.learners.networks import household as NH
@@ -133,6 +136,39 @@ def test_an_option_ends_on_hidden_progress_only_under_the_privileged_rule(scenes
         assert hybrid_ended == expected and hrl_ended == expected, (name, option_end)
     with pytest.raises(ValueError, match="unknown option end"):
         H.HybridHelper(*networks[:2], option_end="oracle")
+
+
+class PutsTheGlass:
+    """An Alice (``env.AlicePolicy``) who puts what her right hand holds on ``table`` at once, then idles."""
+
+    def __init__(self, table: int) -> None:
+        self.table = table
+
+    def init(self, key, state, params):
+        return jnp.int32(0)
+
+    def act(self, key, memory, obs, state, params):
+        return jnp.where(memory == 0, W.encode_action("putback_rh", self.table), 0).astype(jnp.int32), memory + 1
+
+
+@pytest.mark.slow  # two compiled option programs; the helpers' option ends run in CI
+def test_the_training_environments_options_end_by_the_same_rule(scenes):
+    """``HybridEnv``: Bob walks for a glass from the bathroom while Alice puts the one she holds on the kitchen
+    table in the first primitive step: the option ends there under ``"true"``, and runs on under ``"observed"``."""
+    world = scenes["before"]
+    table, glass = first(world, "kitchentable"), objects_of(world, "waterglass")[1]
+    world = hold(world, 0, 0, glass)
+    params = E.HouseholdParams(tasks=jax.tree_util.tree_map(lambda x: x[None], world), max_steps=50)
+    taus = {}
+    for rule in OPT.OPTION_ENDS:
+        env = HE.HybridEnv(2, alice=PutsTheGlass(table), expert=False, option_end=rule)
+        _, state = jax.jit(env.reset)(jax.random.key(0), params)
+        _, _, _, _, _, info = jax.jit(env.step)(jax.random.key(1), state, jnp.int32(GLASS), params)
+        assert int(info["satisfied"][GLASS]) >= 1, rule  # Alice's put happened
+        taus[rule] = int(info["option_steps"])
+    assert taus["true"] == 1 and taus["observed"] > 1, taus
+    with pytest.raises(ValueError, match="unknown option end"):
+        HE.HybridEnv(2, option_end="oracle")
 
 
 def test_an_inferred_goal_is_placed_without_alices_table(bank):
@@ -249,3 +285,14 @@ def test_watch_goals_do_not_read_the_demonstrations_true_goal(demos):
     assert (np.asarray(swapped.goal_count) != np.asarray(states.goal_count)).any()
     a, b = WR.goal_logits((config, params), demos), WR.goal_logits((config, params), other)
     np.testing.assert_array_equal(a, b)
+
+
+def test_a_run_written_before_the_rule_existed_reads_as_trained_with_true_counts():
+    """New Hybrid runs train with the observable rule; a ``run.json`` without ``option_end`` (the committed runs,
+    trained before it existed) reads as the privileged ``"true"``; an unknown rule is refused."""
+    assert hybrid_config.HybridConfig().option_end == "observed"
+    assert hybrid_run.config_of({"kind": "hybrid", "config": {}}, "old").option_end == "true"
+    new = {"kind": "hybrid", "config": {"option_end": "observed"}}
+    assert hybrid_run.config_of(new, "new").option_end == "observed"
+    with pytest.raises(ValueError, match="unknown HybridConfig.option_end 'seen'; choose from"):
+        hybrid_config.HybridConfig(option_end="seen")

@@ -61,9 +61,12 @@ TINY = hybrid_config.HybridConfig(
 REAL_ENV = HE.HybridEnv  # the class, before a test patches the module's name to build this module's env
 
 
-def make_env(alice_simulations: int = SIMS, alice=None, gamma: float = GAMMA, expert: bool = True) -> HE.HybridEnv:
+def make_env(
+    alice_simulations: int = SIMS, alice=None, gamma: float = GAMMA, expert: bool = True, option_end: str = "observed"
+) -> HE.HybridEnv:
     """The module's environment: Alice at random (see the module docstring)."""
-    return REAL_ENV(alice_simulations, alice=E.RandomAlice() if alice is None else alice, gamma=gamma, expert=expert)
+    alice = E.RandomAlice() if alice is None else alice
+    return REAL_ENV(alice_simulations, alice=alice, gamma=gamma, expert=expert, option_end=option_end)
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +114,7 @@ def _state(env, params, world) -> HE.HybridState:
         choice=jnp.int32(-1),
         subgoal_obj=jnp.int32(-1),
         expert=jnp.int32(OPT.NOOP_CHOICE),
+        sightings=OPT.sight(OPT.no_sightings(), W.observe(world, 1, False)),
     )
 
 

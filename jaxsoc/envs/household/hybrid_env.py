@@ -4,7 +4,9 @@ the agent is Bob's high level, a semi-MDP whose step is one option (``options``)
 Its action is one of ``options.NUM_CHOICES = 31`` choices; one step executes it for up to ``OPTION_STEPS = 24``
 primitive steps (a fixed-length ``lax.scan`` with a done mask; the steps after the option ended change nothing).
 Each primitive step Alice (``PlanningAlice``) acts and Bob executes the choice (``options.execute``). The option
-ends as ``options.option_ended`` says, or when the episode ends (the episode's primitive-step limit stays exact).
+ends as ``options.option_ended`` says, or when the episode ends (the episode's primitive-step limit stays exact);
+its counts are those Bob has seen (``option_end="observed"``, ``options.observed_satisfied``) or, privileged, the
+true ones (``"true"``, Alice's placements out of his view included: the rule of the runs trained before it existed).
 Reward (App. C.3): +2 per goal predicate instance newly satisfied by either character (-2 per one undone), -0.1 per
 primitive step, summed over the option's ``tau`` steps with ``gamma ** k``; ``info["option_discount"] = gamma **
 tau`` is the bootstrap's discount, which ``ppo.Trainer`` reads into ``gae``. The observation is
@@ -23,6 +25,7 @@ from flax import struct
 from jaxsoc.core import spaces
 from jaxsoc.core.env import Environment
 from jaxsoc.envs.household import env as E
+from jaxsoc.envs.household import options as OPT
 from jaxsoc.envs.household import world as W
 from jaxsoc.envs.household.agents import agents as AG
 from jaxsoc.envs.household.agents import belief as B
@@ -45,7 +48,8 @@ PREDICATE_REWARD = 2.0
 class HybridState(struct.PyTreeNode):
     """``world``: the household; ``alice``: Alice's memory; ``belief``: Bob's belief; ``choice`` int32: the
     option chosen at the previous step (-1 at the start); ``subgoal_obj`` int32: its object (-1 none);
-    ``expert`` int32: HP_TG's choice for the current observation (``expert_choice``, the warm start's label)."""
+    ``expert`` int32: HP_TG's choice for the current observation (``expert_choice``, the warm start's label);
+    ``sightings``: what Bob has seen (``options.Sightings``, the observed option ends' counts)."""
 
     world: W.State
     alice: Any
@@ -53,6 +57,7 @@ class HybridState(struct.PyTreeNode):
     choice: jax.Array
     subgoal_obj: jax.Array
     expert: jax.Array
+    sightings: OPT.Sightings
 
 
 class HybridEnv(Environment):
@@ -70,6 +75,8 @@ class HybridEnv(Environment):
         expert: compute HP_TG's choice (``expert_choice``) into the state at every observation (the warm
             start's label; ``NOOP_CHOICE`` without, which spares a tree search per option). The random stream
             is the same either way, so the episodes are too.
+        option_end: ``options.OPTION_ENDS``: ``"observed"``, an option gains an instance when Bob sees it;
+            ``"true"`` (privileged), when the true satisfied count rises.
     """
 
     stochastic_step = True
@@ -80,6 +87,7 @@ class HybridEnv(Environment):
         alice: E.AlicePolicy | None = None,
         gamma: float = 0.95,
         expert: bool = True,
+        option_end: str = "observed",
     ) -> None:
         if alice_simulations < 1:
             raise ValueError(f"alice_simulations must be positive, got {alice_simulations}")
@@ -91,11 +99,18 @@ class HybridEnv(Environment):
         self.expert_simulations = alice_simulations
         self.gamma = float(gamma)
         self.expert = bool(expert)
+        self.option_end = OPT.check_option_end(option_end)
         super().__init__()
 
     def with_expert(self, expert: bool = True) -> HybridEnv:
-        """Returns this environment (same Alice, simulations and gamma) with ``expert`` on or off."""
-        return type(self)(self.expert_simulations, alice=self.alice, gamma=self.gamma, expert=expert)
+        """Returns this environment (same Alice, simulations, gamma and option end) with ``expert`` on or off."""
+        return type(self)(self.expert_simulations, self.alice, self.gamma, expert, self.option_end)
+
+    def _counts(self, state: HybridState) -> jax.Array:
+        """Returns ``int32[30]``: the counts an option's end compares (``option_end``) in ``state``."""
+        if self.option_end == "true":
+            return W.satisfied(state.world)
+        return OPT.observed_satisfied(state.sightings, state.world.goal_target)
 
     def default_params(self) -> E.HouseholdParams:
         return E.params_for("train")
@@ -120,6 +135,7 @@ class HybridEnv(Environment):
             choice=jnp.int32(-1),
             subgoal_obj=jnp.int32(-1),
             expert=jnp.int32(NOOP_CHOICE),
+            sightings=OPT.sight(OPT.no_sightings(), W.observe(world, OPT.BOB, False)),
         )
         state = state.replace(expert=self._expert(k_expert, state))
         return self._observe(state), state
@@ -138,7 +154,10 @@ class HybridEnv(Environment):
         world, _, terminated, truncated, info = E.advance(k_step, world, jnp.stack([alice_action, bob_action]), params)
         reward = PREDICATE_REWARD * (info["achieved"] - before) - STEP_PENALTY
         info = dict(info, alice_action=alice_action, bob_action=bob_action, subgoal_obj=obj)
-        state = state.replace(world=world, alice=alice, belief=belief, choice=choice, subgoal_obj=obj)
+        sightings = OPT.sight(state.sightings, W.observe(world, OPT.BOB, False))
+        state = state.replace(
+            world=world, alice=alice, belief=belief, choice=choice, subgoal_obj=obj, sightings=sightings
+        )
         return state, reward.astype(jnp.float32), terminated, truncated, info, valid
 
     def _transition(self, key, state: HybridState, action, params):
@@ -152,9 +171,8 @@ class HybridEnv(Environment):
         def body(carry, k):
             st, alive, tau, ret, disc, term, trunc, info = carry
             keep = jnp.where(tau == 0, keep0, st.subgoal_obj)
-            sat = W.satisfied(st.world)
             new, reward, t, tr, step_info, valid = self._primitive(k, st, choice, keep, params)
-            ended = option_ended(choice, valid, sat, step_info["satisfied"], tau + 1) | t | tr
+            ended = option_ended(choice, valid, self._counts(st), self._counts(new), tau + 1) | t | tr
             pick = lambda a, b: jax.tree_util.tree_map(lambda x, y: jnp.where(alive, x, y), a, b)  # noqa: E731
             carry = (
                 pick(new, st),

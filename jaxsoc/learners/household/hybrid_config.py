@@ -8,6 +8,7 @@ import dataclasses
 
 from jaxsoc.envs.household import tasks as T
 from jaxsoc.envs.household.agents import planner as P
+from jaxsoc.envs.household.options import OPTION_ENDS
 from jaxsoc.learners import ppo
 from jaxsoc.learners.networks.household import HYBRID_NETWORK, HYBRID_PRESETS
 
@@ -35,6 +36,9 @@ class HybridConfig:
         seed: the run's seed (initialisation, worlds, actions).
         chunk_updates: updates per compiled chunk (progress, metrics and checkpoints between chunks).
         checkpoint_every: updates between checkpoints (rounded up to chunks; always at the end).
+        option_end: how the training environment's options end (``options.OPTION_ENDS``): ``"observed"`` on the
+            instances Bob has seen, or the privileged ``"true"`` counts (``hybrid_run.config_of`` reads a run
+            written before this field existed as ``"true"``, the rule it was trained with).
     """
 
     preset: str = "paper"
@@ -57,6 +61,7 @@ class HybridConfig:
     seed: int = 0
     chunk_updates: int = 10
     checkpoint_every: int = 50
+    option_end: str = "observed"
 
     def __post_init__(self) -> None:
         if self.preset not in HYBRID_PRESETS:
@@ -85,6 +90,8 @@ class HybridConfig:
                 raise ValueError(f"HybridConfig.{name} must be positive, got {getattr(self, name)}")
         if not 0 <= self.gamma <= 1:
             raise ValueError(f"HybridConfig.gamma must be in [0, 1], got {self.gamma}")
+        if self.option_end not in OPTION_ENDS:
+            raise ValueError(f"unknown HybridConfig.option_end {self.option_end!r}; choose from {list(OPTION_ENDS)}")
 
     @property
     def frames_per_update(self) -> int:

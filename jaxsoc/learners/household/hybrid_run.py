@@ -33,12 +33,13 @@ def checkpointer(out: Path, config: HybridConfig, model: nn.Module) -> Checkpoin
 
 
 def config_of(info: dict[str, Any], where: str | Path) -> HybridConfig:
-    """Returns the ``HybridConfig`` of a run's ``run.json`` content ``info``. Raises ``ValueError`` naming ``where``
-    for another kind or a config this version does not read."""
+    """Returns the ``HybridConfig`` of a run's ``run.json`` content ``info`` (a config without ``option_end``, written
+    before it existed, was trained with the true counts: ``"true"``). Raises ``ValueError`` naming ``where`` for
+    another kind or a config this version does not read."""
     if info.get("kind") != KIND:
         raise ValueError(f"{where} is not a Hybrid training run (no {RUN_JSON} of kind {KIND!r})")
     try:
-        return HybridConfig(**info["config"])
+        return HybridConfig(**{"option_end": "true", **info["config"]})
     except (TypeError, KeyError) as error:
         raise ValueError(f"{where}: {RUN_JSON} holds a config this version does not read: {error}") from error
 

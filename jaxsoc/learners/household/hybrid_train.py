@@ -53,7 +53,7 @@ def trainer(config: HybridConfig, teleport: bool, tasks: W.State | None = None) 
     if key not in _TRAINERS:
         params = E.HouseholdParams(tasks=tasks, max_steps=config.max_steps, teleport=teleport)
         E.check_params(params)
-        env = HybridEnv(config.alice_simulations, gamma=config.gamma, expert=False)
+        env = HybridEnv(config.alice_simulations, gamma=config.gamma, expert=False, option_end=config.option_end)
         if len(_TRAINERS) >= 4:
             _TRAINERS.pop(next(iter(_TRAINERS)))
         _TRAINERS[key] = (ppo.Trainer(config.a2c(), env=env, env_params=params), tasks)  # tasks: keeps its id
