@@ -595,6 +595,7 @@ MODULE_SECONDS = {
     "tests/test_hidden_state_bib.py": 24,  # CPU seconds of the CI tier alone, 2026-12-07, the machine shared
     "tests/test_hidden_state_babyai.py": 16,
     "tests/test_chaic_hidden.py": 30,  # CPU seconds of the CI tier alone, 2026-12-07, the machine shared
+    "tests/test_excalibur_hidden.py": 35,  # CPU seconds alone, 2026-12-07, the machine shared
     "tests/test_bib_tasks.py": 100,
     "tests/test_adapter_gymnasium.py": 50,  # CPU seconds measured alone on 2026-12-07 (CHAIC's helper view: 25)
     "tests/test_contract_every_id.py": 70,  # measured alone on 2026-12-07, the machine shared
