@@ -78,7 +78,7 @@ import jaxsoc
 from jaxsoc.data.loader import DemoDataset, padded_batch
 from jaxsoc.data.memory import MemoryDemos, canonical_env_id, load_demos
 from jaxsoc.learners import families
-from jaxsoc.learners.evaluate import VALIDATION_SEED, evaluate
+from jaxsoc.learners.evaluate import SELECTION_SEED, evaluate
 from jaxsoc.learners.networks import registry
 
 #: the Small and Large recipes (models-and-excalibur.md §3.5; the 1.1 README's Large lr 5e-5 is not what
@@ -120,7 +120,8 @@ class BCConfig:
         lr_decay_epochs: epochs between decays.
         max_epochs: the most epochs trained.
         val_episodes: validation episodes per epoch.
-        val_seed: seed of the validation levels (``evaluate``'s ``seed``).
+        val_seed: seed of the validation levels that stop training (``evaluate``'s ``seed``; by default
+            ``evaluate.SELECTION_SEED``, not the levels ``jaxsoc eval`` reports on).
         patience: epochs without a better validation success rate tolerated before stopping.
         success_threshold: stop once the validation success rate reaches it.
         seed: seed of the parameters' initialisation and of the demonstration order.
@@ -142,7 +143,7 @@ class BCConfig:
     lr_decay_epochs: int = 100
     max_epochs: int = 10_000
     val_episodes: int = 512
-    val_seed: int = VALIDATION_SEED
+    val_seed: int = SELECTION_SEED
     patience: int = 100
     success_threshold: float = 0.99
     seed: int = 0

@@ -27,8 +27,12 @@ from flax import struct
 from jaxsoc.core.autoreset import select_rows
 from jaxsoc.core.env import Environment
 
-#: the reference's validation seeds start at 1e9 (``--val-seed``); jaxsoc's validation keys do too
+#: the reference's validation seeds start at 1e9 (``--val-seed``); jaxsoc's validation keys do too: the levels
+#: ``jaxsoc eval`` reports on by default
 VALIDATION_SEED = 10**9
+#: the levels a learner chooses on (early stopping, the best checkpoint): disjoint from ``VALIDATION_SEED``'s, so
+#: that a reported figure is never scored on the levels that chose the model
+SELECTION_SEED = 1
 
 
 @struct.dataclass

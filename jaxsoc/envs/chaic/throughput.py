@@ -477,6 +477,8 @@ HEADER_RULE = "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
 def reference_sentence() -> str:
     """Returns the sentence on the reference and the counts that follows the tables."""
     return (
+        "Protocol vs the paper: jaxsoc simulates a symbolic grid without rendering or physics, so the ratio to "
+        "ThreeDWorld's rate compares the two simulators' costs, not the same work.\n\n"
         "One env step is one world event (`ChaicEnv`, the rule agents) or one helper step of up to 8 events "
         "(`ChaicHelperEnv`, whose events are not reported: –). Agent steps are the actions started by the "
         "constrained agent and the helper (refused: the fraction of them refused at once, as invalid); frames are the "
