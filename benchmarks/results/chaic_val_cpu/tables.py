@@ -1,15 +1,19 @@
 """Before / after tables for issue 59 (CHAIC): per task TR of w/o, RHP, BM and the options helper's training seeds,
-and the means over the 8 tasks (each task's mean of 12 test episodes x eval seeds). Usage: python tables.py AFTER.json"""
+and the means over the 8 tasks (each task's mean of 12 test episodes x eval seeds).
+
+Usage: python tables.py AFTER.json"""
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
 TASKS = ["normal", "high_target", "high_container", "high_goalplace", "low_target", "obstacle", "shopping", "furniture"]
 B = "benchmarks/results/chaic_options3_cpu"
-before = {s: json.load(open(f"{B}/{d}/chaic_eval.json"))["results"] for s, d in ((0, "bm_view"), (1, "bm_view_s1"))}
-after_doc = json.load(open(sys.argv[1]))
+RUNS = ((0, "bm_view"), (1, "bm_view_s1"))
+before = {s: json.loads(Path(f"{B}/{d}/chaic_eval.json").read_text())["results"] for s, d in RUNS}
+after_doc = json.loads(Path(sys.argv[1]).read_text())
 after = after_doc["results"]
 seeds = sorted(int(h[5:]) for h in after["normal"] if h.startswith("ppo_s"))
 
