@@ -58,8 +58,16 @@ for task in K.TASKS:
     shape = (count, seeds)
     results[task] = {h: M.summary(r, None if h == "none" else raw["none"], shape) for h, r in raw.items()}
     print(task, {h: round(m["tr"], 3) for h, m in results[task].items()}, flush=True)
-    setting = {"split": "test", "task_seed": 0, "seeds": seeds, "seed": 0, "episodes": None, "max_events": None,
-               "timing": {k: float(v) for k, v in vars(timing).items()}, "device": jax.devices()[0].device_kind,
-               "runs": {"bm": bm_run, **{f"ppo_s{s}": r for s, r in enumerate(runs)}}}
+    setting = {
+        "split": "test",
+        "task_seed": 0,
+        "seeds": seeds,
+        "seed": 0,
+        "episodes": None,
+        "max_events": None,
+        "timing": {k: float(v) for k, v in vars(timing).items()},
+        "device": jax.devices()[0].device_kind,
+        "runs": {"bm": bm_run, **{f"ppo_s{s}": r for s, r in enumerate(runs)}},
+    }
     write_results(Path(out), setting, results)  # after every task: a partial table survives an interruption
 print(format_table(results))

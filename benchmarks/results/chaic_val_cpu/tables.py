@@ -29,8 +29,11 @@ def over_seeds(values):
     return v.mean(), (v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else float("nan"))
 
 
-print("| task | w/o before / after | RHP before / after | BM before / after | helper before (s0, s1) | helper after ("
-      + ", ".join(f"s{s}" for s in seeds) + ") | helper after, mean ± SE over seeds |")
+print(
+    "| task | w/o before / after | RHP before / after | BM before / after | helper before (s0, s1) | helper after ("
+    + ", ".join(f"s{s}" for s in seeds)
+    + ") | helper after, mean ± SE over seeds |"
+)
 print("|---|---|---|---|---|---|---|")
 for t in TASKS:
     row = [t]
@@ -56,4 +59,4 @@ print("| " + " | ".join(row) + " |")
 print()
 print("after setting:", {k: v for k, v in after_doc["setting"].items() if k != "timing"})
 print("per-seed mean TR (after):", {f"s{s}": round(v, 4) for s, v in zip(seeds, avals)})
-print("per-seed episode SE (after):", {f"s{s}": round(mean_se(after, f'ppo_s{s}')[1], 4) for s in seeds})
+print("per-seed episode SE (after):", {f"s{s}": round(mean_se(after, f"ppo_s{s}")[1], 4) for s in seeds})
