@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -65,3 +66,18 @@ def with_goal(state, **goal: tuple[int, int]):
     for name, (c, t) in goal.items():
         count[PR.PREDICATE[name]], target[PR.PREDICATE[name]] = c, t
     return state.replace(goal_count=jnp.asarray(count), goal_target=jnp.asarray(target))
+
+
+def roll_hidden_objects(world) -> tuple[np.ndarray, dict]:
+    """Returns the objects Bob cannot see (node indices) and the node fields that roll their places among
+    themselves (each takes another hidden one's parent, relation, room and position, so all stay hidden), for
+    ``world.nodes.replace(**fields)``."""
+    nodes = jax.device_get(world.nodes)
+    hidden = np.flatnonzero(~np.asarray(W.view(world, 1).visible) & (nodes.cls > 0) & (W.NODE_KIND == 3))
+    moved = np.roll(hidden, 1)
+    fields = {}
+    for name in ("parent", "relation", "room", "pos"):
+        values = np.array(getattr(nodes, name))
+        values[hidden] = values[moved]
+        fields[name] = jnp.asarray(values)
+    return hidden, fields

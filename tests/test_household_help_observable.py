@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from household_scenes import first, hold, objects_of, place, set_bits, stand_at, with_goal
+from household_scenes import first, hold, objects_of, place, roll_hidden_objects, set_bits, stand_at, with_goal
 
 from jaxsoc.envs.household import apartments as A
 from jaxsoc.envs.household import classes as C
@@ -199,13 +199,7 @@ def hide_and_permute(world: W.State) -> W.State:
     (each takes another hidden one's parent, relation, room and position), the open bit of every piece of
     furniture outside his room flipped, and Alice's goal rolled by one predicate."""
     nodes = jax.device_get(world.nodes)
-    hidden = np.flatnonzero(~np.asarray(W.view(world, 1).visible) & (nodes.cls > 0) & (W.NODE_KIND == 3))
-    moved = np.roll(hidden, 1)
-    fields = {}
-    for name in ("parent", "relation", "room", "pos"):
-        values = np.array(getattr(nodes, name))
-        values[hidden] = values[moved]
-        fields[name] = jnp.asarray(values)
+    hidden, fields = roll_hidden_objects(world)
     away = (W.NODE_KIND == 2) & (nodes.room != int(world.chars.room[1])) & ((nodes.properties & C.CAN_OPEN) > 0)
     fields["states"] = jnp.asarray(np.where(away, nodes.states ^ C.OPEN, nodes.states).astype(np.uint8))
     goal = dict(goal_count=jnp.roll(world.goal_count, 1), goal_target=jnp.roll(world.goal_target, 1))

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from household_scenes import first, objects_of, place, set_bits, stand_at
+from household_scenes import first, objects_of, place, roll_hidden_objects, set_bits, stand_at
 
 from jaxsoc.envs.household import apartments as A
 from jaxsoc.envs.household import classes as C
@@ -202,13 +202,7 @@ def _hide_elsewhere(world):
     object takes another hidden one's parent, relation, room and position, so all stay hidden), and whether
     some object of the first subgoal's class moved."""
     nodes = jax.device_get(world.nodes)
-    hidden = np.flatnonzero(~np.asarray(W.view(world, 1).visible) & (nodes.cls > 0) & (W.NODE_KIND == 3))
-    moved = np.roll(hidden, 1)
-    fields = {}
-    for name in ("parent", "relation", "room", "pos"):
-        values = np.array(getattr(nodes, name))
-        values[hidden] = values[moved]
-        fields[name] = jnp.asarray(values)
+    hidden, fields = roll_hidden_objects(world)
     cls = PR.PRED_OBJECT[first_subgoal(world)]
     changed = (nodes.cls[hidden] == cls).any() and len(hidden) > 1
     return world.replace(nodes=world.nodes.replace(**fields)), changed
