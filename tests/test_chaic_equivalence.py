@@ -1,6 +1,7 @@
 """CHAIC's programs were made smaller (issue 57: the helper and options views compile in seconds): fixed-key rollouts
 still give the values recorded from the code before that change (frames exactly, rewards and rates to float32
-rounding), re-recorded once for issue 59's intended changes (the validation split, the agents' own ``free``)."""
+rounding), re-recorded for issue 59's intended changes (the validation split, the agents' own ``free``; an option
+step that moved no frame)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from jaxsoc.envs.chaic import tasks as T
 # train bank no longer holds the validation plan 4b (the helper and options views reset from it), and the rule
 # agents' `free` is their memory (AgentMemory.free), not the true state, and they try a pick-up on that belief (the
 # options view differs from its 13th step, shopping from its 11th; the first steps and the Oracle's furniture test
-# episodes, whose episodes and agents are unchanged in effect, are the same). Sum over the worlds of info["frame"]
-# after each step, and the summed reward
+# episodes, whose episodes and agents are unchanged in effect, are the same); shopping's re-recorded from its 13th
+# step once more when a continued option that ends before its step moved the world was made to start afresh (the
+# step had advanced no frame). Sum over the worlds of info["frame"] after each step, and the summed reward
 HELPER_FRAMES = [267, 788, 933, 1187, 1390, 1532, 1797, 1953, 2193, 2451, 2601, 2767, 2911, 3107]
 HELPER_FRAMES += [3304, 3521, 3621, 3763, 3984, 4120, 4262, 4398, 4568, 4686, 4846, 5057, 5179, 5317]
 HELPER_FRAMES += [5443, 5571]
@@ -28,8 +30,8 @@ HELPER_REWARD = 0.0
 OPTIONS_FRAMES = [1026, 2141, 3658, 5386, 6682, 7468, 9603, 11013, 12136, 13468, 15185, 17180, 19013, 20896]
 OPTIONS_FRAMES += [22361, 23964, 25865, 28129, 26593, 28788]
 OPTIONS_REWARD = 0.21111111342906952
-SHOPPING_FRAMES = [1154, 2035, 3568, 5118, 6104, 7542, 9217, 10520, 11653, 12954, 14857, 16244, 17943, 19203]
-SHOPPING_FRAMES += [20248, 21292, 22601, 24125, 25274, 26480]
+SHOPPING_FRAMES = [1154, 2035, 3568, 5118, 6104, 7542, 9217, 10520, 11653, 12954, 14857, 16244, 18039, 19358]
+SHOPPING_FRAMES += [20392, 21400, 22621, 24076, 25173, 26359]
 SHOPPING_REWARD = 0.251165509223938
 ORACLE_RATES = [0.3965517282485962, 0.7058823704719543, 0.523809552192688, 0.375, 0.4615384638309479]
 ORACLE_RATES += [0.6126760840415955]

@@ -128,9 +128,11 @@ def test_options_view_follows_the_rules_and_masks():
 
 @pytest.mark.slow
 def test_a_short_warm_start_improves_the_option_policys_return(tmp_path):
-    """A tiny options policy on ``normal``: after 24 small behaviour-cloning batches of the rules' options its
-    sampled options deliver more (the helper's own return) than the untrained policy's. Slow: compiling the options
-    view's rollout and PPO's update takes minutes on the CPU."""
+    """A tiny options policy on ``normal``: over 24 small behaviour-cloning batches of the rules' options the
+    probability it gives the rules' option rises (mean over the last 6 batches against the first 6, each measured
+    before the batch's steps: 0.65 against 0.36 at the last measurement; one batch's accuracy, 80 options, swings
+    from 0.4 to 0.9), and its sampled options deliver more (the helper's own return: 0.17 against 0.09) than the
+    untrained policy's. Slow: compiling the options view's rollout and PPO's update takes minutes on the CPU."""
     from jaxsoc.learners.chaic import options_ppo
     from jaxsoc.learners.ppo import trainer_for
 
@@ -147,7 +149,8 @@ def test_a_short_warm_start_improves_the_option_policys_return(tmp_path):
     key = jax.random.key(0)
     before = tr.init(key).params
     after, rows = options_ppo.warm_start(cfg, key, batches=24)
-    assert rows[-1]["accuracy"] > rows[0]["accuracy"] + 0.1
+    first, last = (np.mean([row["expert_prob"] for row in part]) for part in (rows[:6], rows[-6:]))
+    assert last > first + 0.15, (first, last)
 
     def episode_return(params):  # the episodes that end in 8 updates (about 25)
         runner = tr.init(jax.random.key(5)).replace(params=params)

@@ -26,7 +26,9 @@ at its first decision waits once instead, so every step moves the world on.
 
 **A step** is one option: a fixed-length ``lax.scan`` of ``OPTION_EVENTS`` world events (the constrained agent
 acting whenever ready) with a done mask; the events after the option ended (or the episode) change nothing. An
-option still running after them is continued by the next step when the policy chooses it again (else replaced).
+option still running after them is continued by the next step when the policy chooses it again (else replaced);
+one that ends at that step's first decision, before the world moved, is started afresh, so every step moves the
+world on.
 
 **Observation**: the helper's (``observation.observe``, no goal) with ``objects`` from its *memory* (every object it
 knows, at its remembered position; ``where`` only for those in view), ``action_mask`` bool[NUM_OPTIONS] the valid
@@ -511,25 +513,30 @@ class ChaicOptionsEnv(Environment):
         timing = params.timing
 
         def event(carry, k):
-            world, main, helper, live = carry
+            world, main, helper, live, moved = carry
             k_main, k_step = jax.random.split(k)
             live = live & ~(W.success(world) | (world.frame >= world.max_frames))
             ready = W.ready(world)
             noticed = notice(helper, world, timing, self.partner)
             act_main, new_main, act, decided, ended = act_together(k_main, main, noticed, world, timing)
             ended = ended & ready[S.HELPER]
-            live = live & ~ended
+            # a continued option over before this step moved the world (its last action issued, or invalid or
+            # interrupted now): the chosen option starts afresh, deciding at the next event in the same world
+            again = ended & ~moved
+            decided = _select_tree(again, start(decided, action, world), decided)
+            live = live & ~(ended & ~again)
             helper = _select_tree(ready[S.HELPER] & (live | ended), decided, helper)
             stepped, _ = W.step_event(
                 k_step, world, jnp.stack([act_main, jnp.where(ready[S.HELPER], act, S.WAIT)]), timing
             )
-            world = _select_tree(live, stepped, world)
-            main = _select_tree(live & ready[S.MAIN], new_main, main)
-            return (world, main, helper, live), None
+            steps = live & ~again
+            world = _select_tree(steps, stepped, world)
+            main = _select_tree(steps & ready[S.MAIN], new_main, main)
+            return (world, main, helper, live, moved | steps), None
 
         helper = start(state.helper, action, state.world)
-        carry = (state.world, state.main, helper, jnp.bool_(True))
-        (world, main, helper, _), _ = jax.lax.scan(event, carry, jax.random.split(key, self.events))
+        carry = (state.world, state.main, helper, jnp.bool_(True), jnp.bool_(False))
+        (world, main, helper, _, _), _ = jax.lax.scan(event, carry, jax.random.split(key, self.events))
         if self.shared_reward:
             reward = W.transport_rate(world) - W.transport_rate(state.world)
         else:
