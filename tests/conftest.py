@@ -37,9 +37,10 @@ replaces a crashed worker), each test that never ran is reported as a failure, `
 more in fresh processes without a compilation cache.
 
 Slices of the slow tier. ``--slow-slice K/M`` keeps, of the ``slow`` tests, only those of slice ``K`` of ``M``
-(``tiers.slow_slice``: the CRC-32 of the node id modulo ``M``) and reports the others as deselected; tests not
-marked ``slow`` are left to ``-m``. The ``M`` slices partition the slow tier, and ``.ci/run`` runs one, chosen by
-the commit, so that every slow test runs within ``M`` landings.
+(``tiers.slow_slice``: the listed heavy tests one per slice, the others by the CRC-32 of the node id modulo ``M``)
+and reports the others as deselected; tests not marked ``slow`` are left to ``-m``. The ``M`` slices partition the
+slow tier but ``tiers.OUTSIDE_ROTATION`` (three model evaluations of 5-25 minutes each, which no slice selects), and
+``.ci/run`` runs one, chosen by the commit, so that every other slow test runs within ``M`` landings.
 """
 
 import gc
@@ -220,14 +221,18 @@ def pytest_collection_modifyitems(config, items):
     (``tiers.unit_order``), dearest first, keeping each module's order: with ``--dist loadscope
     --no-loadscope-reorder`` the workers take the dear units first and end on cheap ones, instead of one worker idling
     while the other builds a late module's fixtures."""
-    from tiers import LEFT_OUT_OF_CI, slow_slice, unit_order
+    from tiers import LEFT_OUT_OF_CI, OUTSIDE_ROTATION, slow_slice, unit_order
 
     for item in items:
         if item.nodeid in LEFT_OUT_OF_CI:
             item.add_marker(pytest.mark.slow)
     if getattr(config, "slow_slice", None) is not None:
         k, m = config.slow_slice
-        other = [item for item in items if item.get_closest_marker("slow") and slow_slice(item.nodeid, m) != k]
+        other = [
+            item
+            for item in items
+            if item.get_closest_marker("slow") and (item.nodeid in OUTSIDE_ROTATION or slow_slice(item.nodeid, m) != k)
+        ]
         if other:
             config.hook.pytest_deselected(items=other)
             dropped = set(map(id, other))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import conftest
 import jax
+import numpy as np
 import pytest
 import tiers
 
@@ -314,3 +315,18 @@ def test_ci_runs_the_slice_of_its_commit_with_the_slices_tiers_computes():
     assert len(slices) == 1 and int(slices[0].split("=")[1]) >= 1, "one constant at the top"
     assert "git rev-list --count HEAD) % SLOW_SLICES" in script
     assert script.count('--slow-slice "$SLOW_SLICE"') == 2, "the slice's bitexact tests and the others"
+
+
+def test_the_heavy_slow_tests_fall_one_per_slice_and_name_real_tests():
+    """``tiers.SPREAD_SLOW`` puts each heavy slow test in a slice of its own (at CI's 40 slices and at fewer slices
+    than heavy tests, as evenly as can be), and it and ``OUTSIDE_ROTATION`` name tests that exist (a renamed test
+    would fall back to its CRC slice silently)."""
+    spread = tiers.SPREAD_SLOW
+    for slices in (40, len(spread), 7):
+        counts = np.bincount([tiers.slow_slice(nodeid, slices) for nodeid in spread], minlength=slices)
+        assert counts.max() - counts.min() <= 1, (slices, counts)
+    assert len(set(spread)) == len(spread) and not set(spread) & set(tiers.OUTSIDE_ROTATION)
+    for nodeid in (*spread, *tiers.OUTSIDE_ROTATION):
+        path, name = nodeid.split("::")
+        function = name.split("[")[0]
+        assert f"def {function}(" in (ROOT / path).read_text(), nodeid
